@@ -1,0 +1,36 @@
+# Everything a newcomer needs: `make chat` (set up and run the bot), `make test` (set up and run the tests).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+STUDIO_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
+
+.PHONY: setup chat demo test bench studio clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+chat: $(STAMP)
+	$(VENV)/bin/ania chat $(ARGS)
+
+# Chat with the offline scripted model (it echoes): no API key needed.
+demo: $(STAMP)
+	@$(VENV)/bin/ania fake-llm --port 8765 & pid=$$!; trap "kill $$pid" EXIT; sleep 2; \
+	ANIA_LLM__BASE_URL=http://127.0.0.1:8765/v1 ANIA_LLM__MODEL=scripted-model $(VENV)/bin/ania chat $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest $(ARGS)
+
+bench: $(STAMP)
+	$(PY) -m bench.run $(ARGS)
+
+studio: $(STAMP)
+	$(STUDIO_ENV) $(VENV)/bin/langgraph dev --no-browser --port 2024 $(ARGS)
+
+clean:
+	rm -rf $(VENV) .langgraph_api

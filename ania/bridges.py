@@ -1,0 +1,64 @@
+"""Callback bridges (T7): how tools and the runtime reach a chat.
+
+`ChatBridge` is the main session's bridge over a platform's send function. Subagent and clock runs
+use a bridge that drops intermediate text (a later issue).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from pathlib import Path
+from typing import Awaitable, Callable
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[str], Awaitable[None]]
+
+
+class ChatBridge:
+    """Sends text to one chat; images and files are saved under `outbox` and announced by path."""
+
+    def __init__(self, send: Send, outbox: Path, history: list[str] | None = None) -> None:
+        self._send = send
+        self._outbox = outbox
+        self._history = history if history is not None else []
+        self._images: list[str] = []
+
+    async def send_text(self, text: str) -> str:
+        self._history.append(text)
+        await self._send(text)
+        return "sent"
+
+    async def _save(self, name: str, b64: str) -> Path:
+        self._outbox.mkdir(parents=True, exist_ok=True)
+        path = self._outbox / Path(name).name  # never a path from the model
+        path.write_bytes(base64.b64decode(b64))
+        return path
+
+    async def send_image(self, b64: str) -> str:
+        path = await self._save(f"image-{len(list(self._outbox.glob('image-*'))) + 1}.png", b64)
+        await self._send(f"[image saved: {path}]")
+        return "sent"
+
+    async def send_file(self, name: str, b64: str) -> str:
+        path = await self._save(name, b64)
+        await self._send(f"[file saved: {path}]")
+        return "sent"
+
+    async def get_msg_history(self, count: int, before_seq: int = 0) -> str:
+        items = self._history[: len(self._history) - before_seq] if before_seq else self._history
+        return "\n".join(items[-count:]) or "(no messages)"
+
+    async def get_private_file_url(self, file_id: str) -> str:
+        return f"Error: this chat has no private files (asked for {file_id!r})."
+
+    async def load_images(self) -> str:
+        return "No images in this chat."
+
+    def take_loaded_images(self) -> list[str]:
+        images, self._images = self._images, []
+        return images
+
+    async def load_local_image(self, path: str) -> str:
+        return "Error: local images are not enabled."

@@ -1,0 +1,230 @@
+"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1 (a fake that speaks the real protocol).
+
+Tests, the benchmark and a newcomer's first `ania chat` drive the real `ChatOpenAI` against it. Each
+request takes the next scripted step; with the script empty it echoes the last user message. Every
+request body is kept (raw bytes and parsed JSON) so tests can assert exactly what the engine sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+@dataclass
+class Reply:
+    """A plain assistant answer."""
+
+    text: str
+    delay: float = 0.0
+
+
+@dataclass
+class Calls:
+    """An assistant turn that calls tools: `(name, args)`; args as a dict, or a raw string (bad JSON)."""
+
+    calls: list[tuple[str, Union[dict, str]]]
+    text: str = ""
+    delay: float = 0.0
+
+
+@dataclass
+class Fail:
+    """An HTTP error from the endpoint."""
+
+    status: int = 500
+    message: str = "scripted failure"
+
+
+@dataclass
+class Stall:
+    """Answer only after `seconds` (to trip the client's timeout)."""
+
+    seconds: float
+    then: "Step | None" = None
+
+
+Step = Union[Reply, Calls, Fail, Stall, Callable[[dict], "Step"]]
+
+
+@dataclass
+class Recorded:
+    raw: bytes
+    body: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.body.get("messages", [])
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return self.body.get("tools", [])
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t["function"]["name"] for t in self.tools]
+
+
+class ScriptedOpenAI:
+    """Start with `start()` (or as a context manager); `base_url` is what `llm.base_url` takes."""
+
+    def __init__(self, model: str = "scripted-model") -> None:
+        self.model = model
+        self.requests: list[Recorded] = []
+        self.model_seconds = 0.0  # time spent in scripted delays (the "model's time")
+        self._script: list[Step] = []
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    # --- scripting ---------------------------------------------------------------------------
+    def script(self, steps: list[Step]) -> "ScriptedOpenAI":
+        with self._lock:
+            self._script.extend(steps)
+        return self
+
+    def pending(self) -> int:
+        return len(self._script)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+            self.model_seconds = 0.0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> "ScriptedOpenAI":
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self.port))
+        self.port = sock.getsockname()[1]
+        app = Starlette(routes=[
+            Route("/v1/chat/completions", self._handle, methods=["POST"]),
+            Route("/chat/completions", self._handle, methods=["POST"]),
+            Route("/v1/models", self._models, methods=["GET"]),
+        ])
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+        self._server = uvicorn.Server(config)
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            loop.call_soon(ready.set)
+            loop.run_until_complete(self._server.serve(sockets=[sock]))  # type: ignore[union-attr]
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="scripted-openai", daemon=True)
+        self._thread.start()
+        ready.wait(5)
+        deadline = time.monotonic() + 5
+        while not self._server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> "ScriptedOpenAI":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- protocol ----------------------------------------------------------------------------
+    async def _models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+
+    def _next(self, body: dict[str, Any]) -> Step:
+        with self._lock:
+            step = self._script.pop(0) if self._script else None
+        if step is None:
+            return Reply(_echo(body))
+        while callable(step) and not isinstance(step, (Reply, Calls, Fail, Stall)):
+            step = step(body)
+        return step
+
+    async def _handle(self, request: Request) -> Response:
+        raw = await request.body()
+        body = json.loads(raw)
+        with self._lock:
+            self.requests.append(Recorded(raw, body))
+        step = self._next(body)
+        while isinstance(step, Stall):
+            await asyncio.sleep(step.seconds)
+            step = step.then or Reply(_echo(body))
+        if isinstance(step, Fail):
+            return JSONResponse({"error": {"message": step.message, "type": "server_error"}}, status_code=step.status)
+        if step.delay:
+            self.model_seconds += step.delay
+            await asyncio.sleep(step.delay)
+        message = self._message(step)
+        usage = _usage(raw, message)
+        if body.get("stream"):
+            return StreamingResponse(self._stream(message, usage, body), media_type="text/event-stream")
+        self._seq += 1
+        return JSONResponse({
+            "id": f"chatcmpl-{self._seq}", "object": "chat.completion", "created": 0, "model": self.model,
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+            "usage": usage,
+        })
+
+    def _message(self, step: Reply | Calls) -> dict[str, Any]:
+        if isinstance(step, Reply):
+            return {"role": "assistant", "content": step.text}
+        calls = []
+        for name, args in step.calls:
+            self._seq += 1
+            calls.append({"id": f"call_{self._seq}", "type": "function",
+                          "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}})
+        return {"role": "assistant", "content": step.text or None, "tool_calls": calls}
+
+    async def _stream(self, message: dict[str, Any], usage: dict[str, int], body: dict[str, Any]):
+        base = {"id": "chatcmpl-stream", "object": "chat.completion.chunk", "created": 0, "model": self.model}
+        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+        if message.get("tool_calls"):
+            delta["tool_calls"] = [dict(c, index=i) for i, c in enumerate(message["tool_calls"])]
+        yield f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': delta, 'finish_reason': None}]})}\n\n"
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        yield f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': {}, 'finish_reason': finish}]})}\n\n"
+        if (body.get("stream_options") or {}).get("include_usage"):
+            yield f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n"
+        yield "data: [DONE]\n\n"
+
+
+def _echo(body: dict[str, Any]) -> str:
+    for m in reversed(body.get("messages", [])):
+        if m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, list):
+                content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+            return f"echo: {content}"
+    return "echo: (nothing)"
+
+
+def _usage(raw: bytes, message: dict[str, Any]) -> dict[str, int]:
+    prompt = max(1, len(raw) // 4)
+    completion = max(1, len(json.dumps(message)) // 4)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

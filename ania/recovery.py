@@ -1,0 +1,67 @@
+"""Settling a turn that did not finish: a crash, a restart, `/stop` or the message time budget.
+
+Such a thread ends mid-step: the assistant's tool calls are stored, but some (or all) results are
+not, and approvals may be pending. Providers reject a history where a tool call has no result, so
+before the session's next message we write the results that exist (branches that finished keep their
+real result), answer the rest with a clear "not run" text, log pending approvals as denied, and mark
+the step done. Nothing is re-run: a tool that was cut off mid-way is not started again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.graph.state import CompiledStateGraph
+
+from checkpoints.factory import thread_config
+from nodes.tool_calls import TOOL_NODE, calls_of
+from services.store import AppStore
+
+log = logging.getLogger(__name__)
+
+NOT_RUN = 'Not run: {reason}.'
+
+
+def _finished_results(snapshot: Any) -> dict[str, ToolMessage]:
+    out: dict[str, ToolMessage] = {}
+    for task in snapshot.tasks:
+        if task.name != TOOL_NODE or not isinstance(task.result, dict):
+            continue
+        for m in task.result.get("messages", []):
+            if isinstance(m, ToolMessage):
+                out[m.tool_call_id] = m
+    return out
+
+
+async def settle(graph: CompiledStateGraph, session_key: str, store: AppStore, reason: str) -> int:
+    """Close a dangling step of `session_key`; returns how many tool calls were answered as not run."""
+    config = thread_config(session_key)
+    snapshot = await graph.aget_state(config)
+    if not snapshot.next:
+        return 0
+    for intr in snapshot.interrupts:
+        value = intr.value if isinstance(intr.value, dict) else {}
+        store.log_op("tool_approval", session_key, "", {
+            "kind": value.get("kind", ""), "tool": value.get("tool", ""), "args": value.get("args"),
+            "decision": "deny", "reason": reason,
+        })
+    messages = snapshot.values.get("messages", [])
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    last_ai = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    finished = _finished_results(snapshot)
+    patch: list[Any] = []
+    not_run = 0
+    for call in calls_of(last_ai) if last_ai is not None else []:
+        if call.id in answered:
+            continue
+        if call.id in finished:
+            patch.append(finished[call.id])
+        else:
+            not_run += 1
+            patch.append(ToolMessage(content=NOT_RUN.format(reason=reason), tool_call_id=call.id,
+                                     name=call.name, status="error"))
+    await graph.aupdate_state(config, {"messages": patch, "status": "stopped"}, as_node="finish")
+    log.info("settled %s: %d result(s) kept, %d not run (%s)", session_key, len(patch) - not_run, not_run, reason)
+    return not_run

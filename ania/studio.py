@@ -1,0 +1,60 @@
+"""The graphs LangGraph Studio / `langgraph dev` loads (listed in langgraph.json, D4).
+
+Compiled without a checkpointer (the server brings its own). Importing this module reads no model
+configuration: the first run builds one engine from `ANIA_CONFIG_DIR` / `ANIA_DATA_DIR` (the only
+place that does so lazily) and gives each run a context for its thread, as the local admin "studio".
+Approvals pause as interrupts; resume them with "allow" or "deny" from Studio or the HTTP API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from langchain_core.runnables import RunnableConfig
+
+from ania.bridges import ChatBridge
+from ania.engine import Engine
+from graphs.agent import build_agent_graph
+from tools.context import RunContext
+
+log = logging.getLogger("ania.studio")
+STUDIO_USER = "studio"
+
+
+class _Lazy:
+    """Holds the one engine of a Studio server process."""
+
+    def __init__(self) -> None:
+        self.engine: Engine | None = None
+        self._lock = asyncio.Lock()
+
+    async def get(self) -> Engine:
+        async with self._lock:
+            if self.engine is None:
+                engine = await Engine.start()
+                settings = engine.services.settings
+                if STUDIO_USER not in settings.bot.admins:
+                    settings.bot.admins = [*settings.bot.admins, STUDIO_USER]
+                self.engine = engine
+            return self.engine
+
+    def context_tokens(self) -> int:
+        return self.engine.services.settings.agent.context_tokens if self.engine else 60000
+
+
+_lazy = _Lazy()
+
+
+async def _studio_context(config: RunnableConfig) -> RunContext:
+    engine = await _lazy.get()
+    thread = str(config.get("configurable", {}).get("thread_id") or "studio")
+
+    async def send(text: str) -> None:
+        log.info("[%s] %s", thread, text)
+
+    bridge = ChatBridge(send, engine.services.paths.data_dir / "outbox" / "studio")
+    return engine.context(thread, STUDIO_USER, bridge)
+
+
+agent = build_agent_graph(_lazy.context_tokens, context_factory=_studio_context, name="agent")

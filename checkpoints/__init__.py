@@ -1,0 +1,1 @@
+"""Persistence of conversations: the checkpointer factory and session listing (DESIGN.md, layer 1)."""

@@ -1,0 +1,38 @@
+"""The checkpointer factory (D2): SQLite at `<data dir>/checkpoints.db` by default, Postgres by URL.
+
+Callers depend only on LangGraph's `BaseCheckpointSaver`, so the backend can change.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import AsyncIterator
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+CHECKPOINT_FILE = "checkpoints.db"
+
+
+@asynccontextmanager
+async def open_checkpointer(data_dir: Path, url: str | None = None) -> AsyncIterator[BaseCheckpointSaver]:
+    if url and url.startswith(("postgres://", "postgresql://")):
+        try:
+            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # type: ignore[import-not-found]
+        except ImportError:
+            raise RuntimeError("a Postgres checkpointer needs: pip install langgraph-checkpoint-postgres") from None
+        async with AsyncPostgresSaver.from_conn_string(url) as saver:
+            await saver.setup()
+            yield saver
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    async with AsyncSqliteSaver.from_conn_string(str(data_dir / CHECKPOINT_FILE)) as saver:
+        await saver.setup()
+        yield saver
+
+
+def thread_config(session_key: str) -> dict:
+    """One LangGraph thread per session: the thread id is the session key."""
+    return {"configurable": {"thread_id": session_key}}

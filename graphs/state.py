@@ -1,0 +1,62 @@
+"""Graph state: what is checkpointed. Live objects go in the run context (tools/context.py).
+
+`messages` is a DeltaChannel: a checkpoint stores only the new messages of its step (and a full
+snapshot every `snapshot_frequency` updates), so the checkpoint file grows linearly with the
+conversation instead of with its square, as the stock full-snapshot-per-step storage would.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Annotated, Any, Sequence, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph.message import add_messages
+
+
+def fold_messages(state: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
+    """`add_messages` folded over a batch of writes (batching-invariant, as DeltaChannel requires)."""
+    return reduce(add_messages, writes, state or [])
+
+
+USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "requests")
+
+
+def add_usage(left: dict[str, int] | None, right: dict[str, int] | None) -> dict[str, int]:
+    """Sum token counters; `None` resets (sent with each new message for the per-turn counter)."""
+    if right is None:
+        return {}
+    out = dict(left or {})
+    for k, v in right.items():
+        out[k] = out.get(k, 0) + int(v)
+    return out
+
+
+class AgentState(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], DeltaChannel(fold_messages, snapshot_frequency=50)]
+    #: Token usage of the current message (reset when a message arrives) and of the whole session.
+    turn_usage: Annotated[dict[str, int], add_usage]
+    total_usage: Annotated[dict[str, int], add_usage]
+    #: Tool rounds in the current message.
+    rounds: int
+    #: How the current message ended: ok | error | max_rounds | blocked.
+    status: str
+    #: A reply that is not part of the history (e.g. a prompt blocked by a hook).
+    reply: str
+
+
+class GateState(TypedDict, total=False):
+    """One tool call's trip through the gate pipeline (graphs/gate.py)."""
+
+    call: dict[str, Any]
+    #: Set by the first gate that blocks; the text becomes the tool result.
+    blocked: str
+    #: Context texts hooks want the model to read with the result.
+    notes: list[str]
+    result: dict[str, Any]
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class GateOutput(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]

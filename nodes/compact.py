@@ -1,0 +1,110 @@
+"""Compaction: above `agent.context_tokens`, older turns are summarized by the model into one message.
+
+The system prompt is not in the history (it is prepended per request), so it is always kept. The cut
+is placed before a user message when possible, else before an assistant message: a tool result is
+never separated from the call that asked for it. The new history is `[summary, *recent]`; from then on
+it is append-only again, so requests after a compaction are prefix-stable among themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any, Sequence
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from graphs.state import AgentState
+from nodes.prompt import SUMMARY_TAG, text_of
+from tools.context import RunContext
+
+log = logging.getLogger(__name__)
+
+SUMMARIZE_PROMPT = (
+    "You compress chat histories. Summarize the conversation below so that an assistant can continue "
+    "it: keep names, decisions, facts, numbers, open questions and what tools returned that still "
+    "matters. Write plain prose, at most 300 words. Do not add anything that is not in it."
+)
+
+
+def estimate_tokens(messages: Sequence[AnyMessage]) -> int:
+    """A deterministic estimate (about 4 characters per token, plus per-message overhead)."""
+    total = 0
+    for m in messages:
+        total += 4 + len(text_of(m)) // 4
+        if isinstance(m, AIMessage) and m.tool_calls:
+            total += len(json.dumps([c["args"] for c in m.tool_calls], ensure_ascii=False)) // 4
+    return total
+
+
+def needs_compaction(state: AgentState, limit: int) -> bool:
+    return estimate_tokens(state.get("messages", [])) > limit
+
+
+def cut_index(messages: Sequence[AnyMessage], keep_tokens: int) -> int:
+    """Where the kept tail starts; 0 means there is nothing worth summarizing."""
+    best_human = best_any = 0
+    tail = 0
+    for i in range(len(messages) - 1, 0, -1):
+        tail += estimate_tokens([messages[i]])
+        if tail > keep_tokens and (best_human or best_any):
+            break
+        if isinstance(messages[i], HumanMessage):
+            best_human = i
+        elif not isinstance(messages[i], ToolMessage) and not best_any:
+            best_any = i
+    if best_human:
+        return best_human
+    # One huge turn: cut before its latest assistant message that is not the very last one.
+    return best_any if best_any and best_any < len(messages) - 1 else 0
+
+
+def transcript(messages: Sequence[AnyMessage]) -> str:
+    lines = []
+    for m in messages:
+        role = {"human": "user", "ai": "assistant", "tool": f"tool {getattr(m, 'name', '')}"}.get(m.type, m.type)
+        text = text_of(m)
+        if isinstance(m, AIMessage) and m.tool_calls:
+            text += " " + " ".join(f"[calls {c['name']}({json.dumps(c['args'], ensure_ascii=False)})]" for c in m.tool_calls)
+        lines.append(f"{role}: {text}")
+    return "\n".join(lines)
+
+
+async def compact(state: AgentState, ctx: RunContext) -> dict[str, Any]:
+    messages = state.get("messages", [])
+    cut = cut_index(messages, ctx.services.settings.agent.keep_recent_tokens)
+    if cut <= 0:
+        return {}
+    await ctx.services.hooks.run("PreCompact", {
+        "session_id": ctx.session_key, "agent_kind": ctx.agent_kind, "prompt": None,
+        "tool_name": None, "tool_input": None, "tool_result": None,
+    })
+    try:
+        reply = await ctx.services.llm.model().ainvoke(
+            [SystemMessage(SUMMARIZE_PROMPT), HumanMessage(transcript(messages[:cut]))]
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a failed summary keeps the full history, the turn goes on
+        log.warning("compaction of %s failed: %s", ctx.session_key, e)
+        return {}
+    summary = HumanMessage(
+        content=f"<{SUMMARY_TAG}>\n{text_of(reply).strip()}\n</{SUMMARY_TAG}>",
+        id=f"summary-{messages[cut].id}",
+    )
+    usage = reply.usage_metadata or {}
+    counted = {"input_tokens": usage.get("input_tokens", 0), "output_tokens": usage.get("output_tokens", 0),
+               "total_tokens": usage.get("total_tokens", 0), "requests": 1}
+    return {
+        "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), summary, *messages[cut:]],
+        "turn_usage": counted, "total_usage": counted,
+    }

@@ -1,0 +1,34 @@
+"""The last gate: resolve the call (unknown tool, bad arguments) and run it; and the emit step that
+turns the branch's verdict into the ToolMessage the model reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphs.state import GateState
+from nodes.tool_calls import result_dict, tool_message
+from tools.base import ToolError
+from tools.context import RunContext
+from tools.executor import ToolCall
+
+
+async def check_call(state: GateState, ctx: RunContext) -> dict[str, Any]:
+    """Unknown tools and invalid arguments end the branch before any gate sees them."""
+    try:
+        ctx.executor.resolve(ToolCall.from_dict(state["call"]))
+    except ToolError as e:
+        return {"result": {"text": str(e), "status": "error"}}
+    return {}
+
+
+async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:
+    call = ToolCall.from_dict(state["call"])
+    try:
+        tool, args = ctx.executor.resolve(call)
+    except ToolError as e:  # the table changed since check_call (e.g. a server was removed)
+        return {"result": {"text": str(e), "status": "error"}}
+    return {"result": result_dict(await ctx.executor.execute(tool, args, ctx))}
+
+
+async def emit(state: GateState, ctx: RunContext) -> dict[str, Any]:
+    return {"messages": [tool_message(state)]}

@@ -1,0 +1,95 @@
+"""The gates before a tool runs (G1-G5), each a small function; graphs/gate.py orders them.
+
+Approvals pause with a LangGraph `interrupt`: the chat runtime asks in the chat and resumes with the
+answer (or a timeout's deny); Studio and the HTTP API resume with `allow` / `deny` directly.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langgraph.types import interrupt
+
+from graphs.state import GateState
+from nodes.prepare import hook_payload
+from services.plan_mode import PlanMode
+from tools.base import Tool
+from tools.context import RunContext
+from tools.executor import ToolCall
+
+PLAN_BLOCKED = (
+    'Blocked: plan mode is on, and "{name}" has side effects. Plan first (todo_write is allowed); '
+    "the user turns plan mode off with /plan off."
+)
+HOOK_BLOCKED = 'Blocked by a PreToolUse hook: {reason}'
+DENIED = 'Not run: {who} denied the call to "{name}"{why}.'
+APPROVAL_PROMPT = 'Tool "{name}" wants to run with {args}\n{why}\nReply allow (允许/同意/yes) or deny (拒绝/no).'
+
+
+def _call_and_tool(state: GateState, ctx: RunContext) -> tuple[ToolCall, Tool, Any]:
+    call = ToolCall.from_dict(state["call"])
+    tool, args = ctx.executor.resolve(call)
+    return call, tool, args
+
+
+async def plan_mode(state: GateState, ctx: RunContext) -> dict[str, Any]:
+    call, tool, _ = _call_and_tool(state, ctx)
+    if tool.side_effect and PlanMode(ctx.services.store).is_on(ctx.session_key):
+        return {"blocked": PLAN_BLOCKED.format(name=call.name)}
+    return {}
+
+
+async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
+    call = ToolCall.from_dict(state["call"])
+    out = await ctx.services.hooks.run("PreToolUse", hook_payload(ctx, tool_name=call.name, tool_input=call.args))
+    if out.blocked:
+        return {"blocked": HOOK_BLOCKED.format(reason=out.reason or "no reason given")}
+    return {"notes": list(out.context)} if out.context else {}
+
+
+async def post_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
+    call = ToolCall.from_dict(state["call"])
+    out = await ctx.services.hooks.run("PostToolUse", hook_payload(
+        ctx, tool_name=call.name, tool_input=call.args, tool_result=state.get("result", {}).get("text")))
+    return {"notes": [*state.get("notes", []), *out.context]} if out.context else {}
+
+
+def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext) -> dict[str, Any]:
+    """Pause this branch until someone decides; returns the gate's update."""
+    args = json.dumps(call.args, ensure_ascii=False, sort_keys=True)
+    request = {
+        "type": "tool_approval", "kind": kind, "tool": call.name, "args": call.args, "call_id": call.id,
+        "reason": why, "session": ctx.session_key, "requester": ctx.requester,
+        "prompt": APPROVAL_PROMPT.format(name=call.name, args=args, why=why),
+    }
+    answer = interrupt(request)
+    decision = answer if isinstance(answer, dict) else {"decision": str(answer)}
+    allowed = str(decision.get("decision", "")).lower() in ("allow", "yes", "允许", "同意")
+    ctx.services.store.log_op("tool_approval", ctx.session_key, str(decision.get("by", "")), {
+        "kind": kind, "tool": call.name, "args": call.args, "decision": "allow" if allowed else "deny",
+        "reason": decision.get("reason", ""),
+    })
+    if allowed:
+        return {}
+    who = decision.get("by_label") or ("the approver" if decision.get("by") else "nobody answered;")
+    why_not = f" ({decision['reason']})" if decision.get("reason") else ""
+    return {"blocked": DENIED.format(who=who, name=call.name, why=why_not)}
+
+
+async def admin_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
+    """Configuration changes always need an admin other than the requester (G3)."""
+    call, tool, _ = _call_and_tool(state, ctx)
+    if not tool.changes_config:
+        return {}
+    return _ask("admin", call, f'"{call.name}" changes the configuration: an admin other than the requester must allow it.', ctx)
+
+
+async def human_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
+    """Tools in approval.tools, or calls a tool itself flags (bash off the whitelist), ask a human (G4, G6)."""
+    call, tool, args = _call_and_tool(state, ctx)
+    settings = ctx.services.settings.approval
+    if not settings.enable:
+        return {}
+    why = f'"{call.name}" is in approval.tools.' if call.name in settings.tools else tool.approval_reason(args, ctx)
+    return _ask("human", call, why, ctx) if why else {}

@@ -1,0 +1,68 @@
+"""The model step: the chat model bound to the session's tools (sorted by name), errors as replies."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+from graphs.state import AgentState
+from nodes.prompt import request_messages
+from services.config import ConfigError
+from tools.context import RunContext
+
+log = logging.getLogger(__name__)
+
+MAX_ROUNDS = (
+    "I stopped here: this request needed more than {n} rounds of tool calls (agent.max_rounds). "
+    "The tool results so far are above; ask me to continue if you want me to go on."
+)
+MODEL_FAILED = "Sorry, the model endpoint failed ({detail}). Please try again in a moment."
+NOT_CONFIGURED = "The bot is not configured: {detail}"
+
+
+async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
+    settings = ctx.services.settings
+    if state.get("rounds", 0) >= settings.agent.max_rounds:
+        return {"messages": [AIMessage(MAX_ROUNDS.format(n=settings.agent.max_rounds))], "status": "max_rounds"}
+    try:
+        model = ctx.services.llm.model()
+    except ConfigError as e:
+        return {"messages": [AIMessage(NOT_CONFIGURED.format(detail=e))], "status": "error"}
+    schemas = ctx.executor.schemas()
+    runnable = model.bind_tools(schemas) if schemas else model
+    try:
+        reply = await runnable.ainvoke(request_messages(settings, state.get("messages", [])))
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # noqa: BLE001 - endpoint errors and timeouts end the turn with a reply
+        log.warning("model call failed for %s: %s", ctx.session_key, e)
+        return {"messages": [AIMessage(MODEL_FAILED.format(detail=_describe(e)))], "status": "error"}
+    # Provider ids are not unique across restarts (and a fake server repeats them); ours must be,
+    # since add_messages replaces a message with the same id.
+    reply = reply.model_copy(update={"id": f"ai-{uuid.uuid4().hex}"})
+    usage = _usage(reply)
+    return {"messages": [reply], "turn_usage": usage, "total_usage": usage}
+
+
+def _usage(reply: AIMessage) -> dict[str, int]:
+    meta = reply.usage_metadata or {}
+    return {
+        "input_tokens": int(meta.get("input_tokens", 0)),
+        "output_tokens": int(meta.get("output_tokens", 0)),
+        "total_tokens": int(meta.get("total_tokens", 0)),
+        "requests": 1,
+    }
+
+
+def _describe(e: Exception) -> str:
+    name = type(e).__name__
+    status = getattr(e, "status_code", None)
+    if "Timeout" in name:
+        return "the request timed out"
+    if status:
+        return f"HTTP {status}"
+    return name

@@ -1,0 +1,53 @@
+"""The first step of a turn: prompt hooks, one-shot session context, per-turn reminders.
+
+Whatever is added here goes at the tail of the user's message (never into the system prompt), so
+the request prefix stays byte-stable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import HumanMessage, RemoveMessage
+
+from graphs.state import AgentState
+from nodes.prompt import text_of, with_tail
+from tools.context import RunContext
+
+PROMPT_BLOCKED = "Your message was not processed: {reason}"
+
+
+def hook_payload(ctx: RunContext, **fields: Any) -> dict[str, Any]:
+    base = {"session_id": ctx.session_key, "agent_kind": ctx.agent_kind, "prompt": None,
+            "tool_name": None, "tool_input": None, "tool_result": None}
+    return {**base, **fields}
+
+
+def context_block(texts: tuple[str, ...] | list[str]) -> list[str]:
+    return [f"<hook_context>\n{t}\n</hook_context>" for t in texts if t]
+
+
+async def prepare(state: AgentState, ctx: RunContext) -> dict[str, Any]:
+    messages = state.get("messages", [])
+    last = messages[-1] if messages else None
+    if not isinstance(last, HumanMessage):
+        return {}
+    hooks = ctx.services.hooks
+    blocks: list[str] = []
+    if ctx.services.sessions.first_turn(ctx.session_key):
+        started = await hooks.run("SessionStart", hook_payload(ctx))
+        blocks += context_block(started.context)
+    outcome = await hooks.run("UserPromptSubmit", hook_payload(ctx, prompt=text_of(last)))
+    if outcome.blocked:
+        # The blocked text never reaches the model, now or in later turns.
+        return {"messages": [RemoveMessage(id=last.id)], "status": "blocked",
+                "reply": PROMPT_BLOCKED.format(reason=outcome.reason or "blocked by a hook")}
+    blocks += context_block(outcome.context)
+    return {"messages": [with_tail(last, blocks)]} if blocks else {}
+
+
+async def finish(state: AgentState, ctx: RunContext) -> dict[str, Any]:
+    event = "Stop" if ctx.agent_kind == "main" else "SubagentStop"
+    last = state.get("messages", [])[-1:] or [None]
+    await ctx.services.hooks.run(event, hook_payload(ctx, tool_result=text_of(last[0]) if last[0] else None))
+    return {}

@@ -1,0 +1,45 @@
+"""What the model reads: the system prompt (never per-turn), then the stored conversation.
+
+Anything that changes per turn (hook context, todo reminders, injections) is written into the
+conversation's tail when the turn starts, so every request starts with the previous request's
+messages byte for byte and provider prefix caches keep hitting.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, SystemMessage
+
+from services.config import Settings
+
+SUMMARY_TAG = "conversation_summary"
+
+
+def system_prompt(settings: Settings) -> str:
+    return settings.bot.system_prompt
+
+
+def request_messages(settings: Settings, history: Sequence[AnyMessage]) -> list[BaseMessage]:
+    return [SystemMessage(system_prompt(settings)), *history]
+
+
+def user_message(session_key: str, user_id: str, text: str) -> HumanMessage:
+    """In a group several people talk, so the sender is named in the text the model reads."""
+    content = f"[{user_id}] {text}" if session_key.startswith("g:") else text
+    return HumanMessage(content=content, name=None, additional_kwargs={}, response_metadata={"sender": user_id})
+
+
+def with_tail(message: HumanMessage, blocks: Sequence[str]) -> HumanMessage:
+    """The same message (same id) with per-turn blocks appended at its end."""
+    extra = "\n\n".join(b for b in blocks if b)
+    if not extra:
+        return message
+    return message.model_copy(update={"content": f"{message.content}\n\n{extra}"})
+
+
+def text_of(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)

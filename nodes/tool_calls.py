@@ -1,0 +1,55 @@
+"""Routing the model's tool calls: one `Send` branch per call, valid or not.
+
+A call whose arguments were not valid JSON still gets its own branch, so its id is answered with a
+clear tool result (providers reject a history where a tool call has no result).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.types import Send
+
+from graphs.state import AgentState, GateState
+from tools.executor import ToolCall, ToolOutcome
+
+TOOL_NODE = "tool_call"
+
+
+def calls_of(message: AIMessage) -> list[ToolCall]:
+    calls = [ToolCall(id=c["id"], name=c["name"], args=dict(c.get("args") or {})) for c in message.tool_calls]
+    for bad in message.invalid_tool_calls:
+        calls.append(ToolCall(id=bad.get("id") or "", name=bad.get("name") or "", args={},
+                              args_error=bad.get("error") or "invalid arguments"))
+    return calls
+
+
+def route_after_model(state: AgentState) -> list[Send] | str:
+    last = state["messages"][-1] if state.get("messages") else None
+    if isinstance(last, AIMessage) and state.get("status", "ok") == "ok":
+        calls = calls_of(last)
+        if calls:
+            return [Send(TOOL_NODE, {"call": c.to_dict()}) for c in calls]
+    return "finish"
+
+
+def tool_message(state: GateState) -> ToolMessage:
+    call = ToolCall.from_dict(state["call"])
+    if state.get("blocked"):
+        outcome = ToolOutcome(state["blocked"], "blocked")
+    else:
+        outcome = ToolOutcome(**state["result"])
+    text = outcome.text
+    notes = [n for n in state.get("notes", []) if n]
+    if notes:
+        text += "\n\n" + "\n".join(f"<hook_context>{n}</hook_context>" for n in notes)
+    return ToolMessage(
+        content=text, tool_call_id=call.id, name=call.name,
+        status="success" if outcome.status == "ok" else "error",
+        response_metadata={"ania_status": outcome.status},
+    )
+
+
+def result_dict(outcome: ToolOutcome) -> dict[str, Any]:
+    return {"text": outcome.text, "status": outcome.status}

@@ -1,0 +1,28 @@
+"""The services a run can reach, built once by the composition root (ania/engine.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from services.config import Paths, Settings
+from services.hook_types import HookRunner, NoHooks
+from services.sessions import SessionRegistry
+from services.store import AppStore
+from tools.executor import SharedExecutor
+
+if TYPE_CHECKING:
+    from services.llm import ModelFactory
+
+
+@dataclass(frozen=True)
+class Services:
+    settings: Settings
+    paths: Paths
+    store: AppStore
+    shared_tools: SharedExecutor
+    sessions: SessionRegistry
+    llm: "ModelFactory"
+    hooks: HookRunner = field(default_factory=NoHooks)
+    #: The MCP manager (services/mcp.py); None when no MCP support is wired in.
+    mcp: Any = None

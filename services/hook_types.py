@@ -1,0 +1,31 @@
+"""The narrow interface the engine depends on for hooks (H4). The implementation is services/hooks.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SubagentStop", "PreCompact")
+
+
+@dataclass(frozen=True)
+class HookOutcome:
+    """What running the hooks of one event decided."""
+
+    blocked: bool = False
+    reason: str = ""
+    #: Texts hooks want the model to read (stdout of passing shell hooks, handler context).
+    context: tuple[str, ...] = field(default_factory=tuple)
+
+
+class HookRunner(Protocol):
+    async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        """Run the hooks of `event`. `payload` carries session_id, agent_kind, tool_name, ..."""
+        ...
+
+
+class NoHooks:
+    """A runner with no hooks at all."""
+
+    async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        return HookOutcome()

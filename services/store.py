@@ -1,0 +1,97 @@
+"""The app store `data/ania.db` (sqlite-utils): namespaced KV and logs, with named, ordered migrations.
+
+Writes go through one connection in a worker thread per call; SQLite serializes them. The KV is for
+small records (`clock:`, `team:`, `daily:`, `session_tools:` ...); logs are append-only tables.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import sqlite_utils
+
+Migration = Callable[[sqlite_utils.Database], None]
+
+
+def _m001_kv(db: sqlite_utils.Database) -> None:
+    db["kv"].create({"key": str, "value": str, "expires_at": float}, pk="key", not_null={"value"})
+
+
+def _m002_oplog(db: sqlite_utils.Database) -> None:
+    db["op_log"].create(
+        {"id": int, "ts": float, "kind": str, "session": str, "actor": str, "detail": str}, pk="id"
+    )
+    db["op_log"].create_index(["kind", "ts"])
+
+
+#: Never reorder or rename: the names are recorded in `_migrations`.
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("001_kv", _m001_kv),
+    ("002_op_log", _m002_oplog),
+]
+
+
+class AppStore:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA busy_timeout=5000")
+        self.db = sqlite_utils.Database(conn)
+        self._lock = threading.Lock()
+        self.migrate()
+
+    def migrate(self) -> None:
+        with self._lock:
+            done = {r["name"] for r in self.db["_migrations"].rows} if "_migrations" in self.db.table_names() else set()
+            for name, fn in MIGRATIONS:
+                if name not in done:
+                    with self.db.conn:
+                        fn(self.db)
+                        self.db["_migrations"].insert({"name": name, "ts": time.time()}, pk="name")
+
+    # --- KV -------------------------------------------------------------------------------
+    def kv_get(self, key: str, default: Any = None) -> Any:
+        with self._lock:
+            row = self.db.execute("SELECT value, expires_at FROM kv WHERE key = ?", [key]).fetchone()
+        if row is None or (row[1] is not None and row[1] < time.time()):
+            return default
+        return json.loads(row[0])
+
+    def kv_set(self, key: str, value: Any, ttl_sec: float | None = None) -> None:
+        expires = None if ttl_sec is None else time.time() + ttl_sec
+        with self._lock:
+            self.db["kv"].upsert({"key": key, "value": json.dumps(value, sort_keys=True), "expires_at": expires}, pk="key")
+
+    def kv_delete(self, key: str) -> None:
+        with self._lock:
+            self.db.execute("DELETE FROM kv WHERE key = ?", [key])
+
+    def kv_prefix(self, prefix: str) -> dict[str, Any]:
+        with self._lock:
+            rows = self.db.execute(
+                "SELECT key, value FROM kv WHERE key >= ? AND key < ? AND (expires_at IS NULL OR expires_at >= ?) ORDER BY key",
+                [prefix, prefix + "\uffff", time.time()],
+            ).fetchall()
+        return {k: json.loads(v) for k, v in rows}
+
+    # --- operation log ----------------------------------------------------------------------
+    def log_op(self, kind: str, session: str, actor: str, detail: dict[str, Any]) -> None:
+        with self._lock:
+            self.db["op_log"].insert(
+                {"ts": time.time(), "kind": kind, "session": session, "actor": actor,
+                 "detail": json.dumps(detail, sort_keys=True, ensure_ascii=False)}
+            )
+
+    def ops(self, kind: str | None = None) -> list[dict[str, Any]]:
+        with self._lock:
+            where, args = ("kind = ?", [kind]) if kind else (None, None)
+            return [dict(r, detail=json.loads(r["detail"])) for r in self.db["op_log"].rows_where(where, args, order_by="id")]
+
+    def close(self) -> None:
+        self.db.conn.close()

@@ -1,0 +1,72 @@
+"""The tool abstraction (T1): a name, a description, a pydantic params model and an async execute.
+
+Three error families (STYLE 7): `ToolError` is told to the model as the tool's result; anything
+else a tool raises is also caught by the executor and reported as an error result; `SchemaError`
+(tools/schema.py) is developer misuse and fails at start.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from tools.schema import function_schema, params_schema
+
+if TYPE_CHECKING:
+    from tools.context import RunContext
+
+P = TypeVar("P", bound=BaseModel)
+
+
+class ToolError(Exception):
+    """A failure the model should read and can act on (becomes the tool result)."""
+
+
+class ToolArgumentError(ToolError):
+    """The model's arguments do not fit the tool's parameters."""
+
+
+class NoParams(BaseModel):
+    """For tools without parameters."""
+
+
+class Tool(ABC, Generic[P]):
+    """Subclasses set `name`, `description`, `params` and implement `execute`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    params: ClassVar[type[BaseModel]] = NoParams
+    #: Plan mode blocks side-effect tools (G2).
+    side_effect: ClassVar[bool] = False
+    #: Configuration changes always need an admin other than the requester (G3).
+    changes_config: ClassVar[bool] = False
+
+    @cached_property
+    def schema(self) -> dict[str, Any]:
+        """The tools-array entry; computed once, so its bytes never change."""
+        return function_schema(self.name, self.description, self.parameters())
+
+    def parameters(self) -> dict[str, Any]:
+        return params_schema(self.params)
+
+    def parse(self, raw: dict[str, Any]) -> P:
+        """Validate the model's arguments; every problem is reported at once, in a stable order."""
+        try:
+            return self.params.model_validate(raw)  # type: ignore[return-value]
+        except ValidationError as e:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
+                for err in e.errors(include_url=False)
+            )
+            raise ToolArgumentError(problems) from None
+
+    def approval_reason(self, args: P, ctx: "RunContext") -> str | None:
+        """Why this particular call needs a human's approval, or None. bash overrides this (G6)."""
+        return None
+
+    @abstractmethod
+    async def execute(self, args: P, ctx: "RunContext") -> str:
+        """Run the call and return the text the model reads."""
