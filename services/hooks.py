@@ -1,0 +1,146 @@
+"""The hooks service (H1-H4): Python handlers, then shell hooks from `hooks.json`, per event.
+
+The engine only sees the narrow HookRunner interface (services/hook_types.py). HookManager is the
+real runner: handlers (plugins) run first, in order; then the shell hooks whose matcher accepts the
+call, in file order. The first block short-circuits the rest. `hooks.json` is re-read at most every
+`ttl_sec`, re-parsed only when its raw bytes changed, and a broken file is reported once while the
+last good table keeps working. Parsing lives in hooks_config.py, running a process in hooks_shell.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
+
+from services.hook_types import EVENTS, HookOutcome
+from services.hooks_config import ConfigError, HookTable, ShellHook, parse_hooks
+from services.hooks_shell import build_stdin, execute, interpret
+
+log = logging.getLogger(__name__)
+
+HOOKS_FILE = "hooks.json"
+
+
+class HookHandler(Protocol):
+    """What a Python plugin implements. Return None (or a non-blocking outcome) to let the event pass."""
+
+    async def on_hook(self, event: str, payload: dict[str, Any]) -> HookOutcome | None: ...
+
+
+class HookManager:
+    """Runs handlers and shell hooks for one event; implements HookRunner."""
+
+    def __init__(
+        self,
+        config_dir: Path,
+        handlers: Sequence[HookHandler] = (),
+        *,
+        ttl_sec: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+        cwd: Path | None = None,
+    ) -> None:
+        self.path = Path(config_dir) / HOOKS_FILE
+        self._handlers = tuple(handlers)
+        self._ttl = ttl_sec
+        self._clock = clock
+        self._cwd = cwd  # None: the process cwd at call time
+        self._raw: bytes | None = None  # last bytes read (None = file missing)
+        self._table: HookTable = {}
+        self._checked_at: float | None = None  # None: never read
+        self._read_error = ""  # last reported I/O problem, so it is reported once
+        self._lock = asyncio.Lock()
+
+    async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+        """Handlers first, then matching shell hooks; the first block wins, contexts are kept in order."""
+        if event not in EVENTS:
+            raise ValueError(f"unknown hook event {event!r}; expected one of {EVENTS}")
+        contexts: list[str] = []
+        for handler in self._handlers:
+            outcome = await self._call_handler(handler, event, payload)
+            if outcome.blocked:
+                return HookOutcome(blocked=True, reason=outcome.reason, context=tuple(contexts))
+            contexts.extend(outcome.context)
+        hooks = self.matching(await self.table(), event, payload.get("tool_name"))
+        if hooks:
+            cwd = str(self._cwd or Path.cwd())
+            stdin = build_stdin(event, payload, cwd)
+            env = {**os.environ, "CLAUDE_PROJECT_DIR": os.environ.get("CLAUDE_PROJECT_DIR", cwd)}
+            for hook in hooks:
+                result = await execute(hook.command, stdin, hook.timeout, cwd=cwd, env=env)
+                outcome = interpret(event, hook.command, result, hook.timeout)
+                if outcome.blocked:
+                    return HookOutcome(blocked=True, reason=outcome.reason, context=tuple(contexts))
+                contexts.extend(outcome.context)
+        return HookOutcome(context=tuple(contexts))
+
+    @staticmethod
+    def matching(table: HookTable, event: str, tool_name: str | None) -> list[ShellHook]:
+        """The shell hooks of `event` whose matcher accepts `tool_name`, in file order."""
+        return [hook for entry in table.get(event, ()) if entry.matches(tool_name) for hook in entry.hooks]
+
+    async def table(self) -> HookTable:
+        """The current hook table, re-reading the file at most once per TTL (off the event loop)."""
+        if self._fresh():
+            return self._table
+        async with self._lock:
+            if not self._fresh():
+                now = self._clock()
+                try:
+                    raw = await asyncio.to_thread(self._read)
+                except OSError as exc:
+                    self._report_read_error(str(exc))
+                else:
+                    self._read_error = ""
+                    self._apply(raw, first=self._checked_at is None)
+                self._checked_at = now
+        return self._table
+
+    def _fresh(self) -> bool:
+        return self._checked_at is not None and self._clock() - self._checked_at < self._ttl
+
+    def _read(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _report_read_error(self, message: str) -> None:
+        if message != self._read_error:
+            log.warning("%s: cannot read hooks file: %s; keeping the last good hooks", self.path, message)
+            self._read_error = message
+
+    def _apply(self, raw: bytes | None, *, first: bool) -> None:
+        """Re-parse (and recompile matchers) only when the raw bytes changed since the last read."""
+        if raw == self._raw and not first:
+            return
+        self._raw = raw
+        if raw is None:
+            self._table = {}
+            return
+        try:
+            table, warnings = parse_hooks(raw.decode("utf-8-sig"), str(self.path))
+        except (UnicodeDecodeError, ConfigError) as exc:
+            log.warning("%s: broken hooks file (%s); keeping the last good hooks", self.path, exc)
+            return
+        for warning in warnings:
+            log.warning("%s", warning)
+        self._table = table
+
+    @staticmethod
+    async def _call_handler(handler: HookHandler, event: str, payload: dict[str, Any]) -> HookOutcome:
+        """A plugin bug must not break a run: a raising or misbehaving handler counts as a pass."""
+        try:
+            outcome = await handler.on_hook(event, dict(payload))
+        except Exception:
+            log.exception("hook handler %r raised on %s; ignored", handler, event)
+            return HookOutcome()
+        if outcome is None:
+            return HookOutcome()
+        if not isinstance(outcome, HookOutcome):
+            log.warning("hook handler %r returned %r on %s, not a HookOutcome; ignored", handler, outcome, event)
+            return HookOutcome()
+        return outcome
