@@ -31,7 +31,10 @@ from services.llm import ModelFactory
 from services.sessions import SessionRegistry
 from services.store import AppStore
 from tools.context import CallbackBridge, RunContext
+from tools.bash import bash_tools
 from tools.executor import SharedExecutor
+from tools.time_tool import TimeTool
+from tools.todo import TodoWriteTool
 
 log = logging.getLogger(__name__)
 
@@ -147,15 +150,7 @@ def _reply_of(state: dict[str, Any]) -> str:
 
 def builtin_tools(settings: Settings, paths: Paths) -> list:
     """The always-on built-ins and the ones behind config (T5)."""
-    from tools.time_tool import TimeTool
-
-    tools: list = [TimeTool()]
-    try:
-        from tools.bash import bash_tools
-        from tools.todo import TodoWriteTool
-    except ImportError:  # pragma: no cover - during bring-up only
-        return tools
-    return [*tools, *bash_tools(settings, paths.data_dir), TodoWriteTool()]
+    return [TimeTool(), TodoWriteTool(), *bash_tools(settings, paths.data_dir)]
 
 
 async def start_mcp(paths: Paths, settings: Settings, store: AppStore, shared: SharedExecutor,

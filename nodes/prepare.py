@@ -12,6 +12,7 @@ from langchain_core.messages import HumanMessage, RemoveMessage
 
 from graphs.state import AgentState
 from nodes.prompt import text_of, with_tail
+from services.todos import TodoStore
 from tools.context import RunContext
 
 PROMPT_BLOCKED = "Your message was not processed: {reason}"
@@ -43,6 +44,9 @@ async def prepare(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         return {"messages": [RemoveMessage(id=last.id)], "status": "blocked",
                 "reply": PROMPT_BLOCKED.format(reason=outcome.reason or "blocked by a hook")}
     blocks += context_block(outcome.context)
+    if ctx.agent_kind == "main":
+        reminder = TodoStore(ctx.services.store).reminder(ctx.session_key)
+        blocks += [reminder] if reminder else []
     return {"messages": [with_tail(last, blocks)]} if blocks else {}
 
 

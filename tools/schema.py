@@ -50,6 +50,8 @@ def normalize(node: Any, defs: dict[str, Any] | None = None, _seen: tuple[str, .
         extra = {k: v for k, v in node.items() if k != "$ref"}
         return normalize({**target, **extra}, defs, _seen + (name,))
     node = _collapse_nullable(node)
+    if "$ref" in node:
+        return normalize(node, defs, _seen)
     result: dict[str, Any] = {}
     for key, value in node.items():
         if key in _DROP:
@@ -72,10 +74,7 @@ def _collapse_nullable(node: dict[str, Any]) -> dict[str, Any]:
     if len(non_null) != 1 or len(non_null) == len(variants):
         return node
     merged = {k: v for k, v in node.items() if k != "anyOf"}
-    inner = non_null[0]
-    if "$ref" in inner:
-        return {**inner, **merged}
-    out = dict(inner)
+    out = dict(non_null[0])
     out.update(merged)
     if out.get("default", 0) is None:
         out.pop("default")

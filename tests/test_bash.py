@@ -1,0 +1,203 @@
+"""The bash tool (G6): classification, real subprocesses in a temp workspace, limits and settings."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from services.config import BashSettings, ConfigError, Paths, Settings
+from services.container import Services
+from services.sessions import SessionRegistry
+from services.store import AppStore
+from tools.base import ToolError
+from tools.bash import BashParams, BashTool, bash_tools
+from tools.context import RunContext
+from tools.executor import SessionExecutor, SharedExecutor
+
+
+@pytest.fixture
+def make_ctx(tmp_path: Path):
+    stores: list[AppStore] = []
+
+    def make(settings: Settings | None = None, deadline: float | None = None) -> RunContext:
+        shared = SharedExecutor()
+        store = AppStore(tmp_path / "data" / "ania.db")
+        stores.append(store)
+        services = Services(
+            settings=settings or Settings(), paths=Paths(tmp_path / "config", tmp_path / "data"),
+            store=store, shared_tools=shared, sessions=SessionRegistry(shared), llm=None,  # type: ignore[arg-type]
+        )
+        return RunContext(session_key="group:1", requester="u1", bridge=None,  # type: ignore[arg-type]
+                          executor=SessionExecutor(shared), services=services, deadline=deadline)
+
+    yield make
+    for s in stores:
+        s.close()
+
+
+def tool(tmp_path: Path, **kw) -> BashTool:
+    return BashTool(BashSettings(**kw), tmp_path / "ws")
+
+
+async def run(t: BashTool, ctx: RunContext, command: str) -> str:
+    return await t.execute(t.parse({"command": command}), ctx)
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:  # a killed child nobody has reaped yet is a zombie: it no longer runs
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def wait_gone(pid: int, within: float = 3.0) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if gone(pid):
+            return True
+        time.sleep(0.05)
+    return gone(pid)
+
+
+# --- classification ---------------------------------------------------------------------------
+
+SNEAKY = [
+    "rm -rf x", "ls; rm -rf x", "ls && /bin/rm -rf x", "ls || rm -rf x", "ls | rm -rf x", "ls & rm -rf x",
+    "ls\nrm -rf x", "echo $(rm -rf x)", 'echo "$(rm -rf x)"', "echo `rm -rf x`", "FOO=1 rm -rf x",
+    "FOO='a b' BAR=2 rm -rf x", "(rm -rf x)", "sudo rm -rf x", "sudo -u root rm -rf x", "command rm -rf x",
+    "exec rm -rf x", "env FOO=1 rm -rf x", "/usr/bin/env -i rm -rf x", "\\rm -rf x", "'rm' -rf x",
+    "$'\\x72m' -rf x", "bash -c 'rm -rf x'", "sh -ec \"ls; rm -rf x\"", "eval 'rm -rf x'", "cat <(rm -rf x)",
+    "if true; then rm -rf x; fi", "ls | xargs rm -f", "timeout 5 nice -n 3 rm -rf x", "2>/dev/null rm -rf x",
+]
+
+
+@pytest.mark.parametrize("command", SNEAKY)
+def test_blacklist_catches_sneak_attempts(tmp_path: Path, command: str) -> None:
+    t = tool(tmp_path, blacklist=[r"^rm\s"], whitelist=[r"^ls\b"])
+    assert t.check(command) == ("refuse", r"^rm\s")
+
+
+@pytest.mark.parametrize("command", ["echo rm -rf x", "grep 'a; rm -rf x' f", "echo \"rm -rf x\"", "rmdir x", "firm -rf"])
+def test_blacklist_does_not_match_mere_mentions(tmp_path: Path, command: str) -> None:
+    assert tool(tmp_path, blacklist=[r"^rm\s"]).classify(command) == "ask"
+
+
+@pytest.mark.parametrize("command", ["ls", "ls -la", "ls -la /tmp 2>&1", "ls | ls -l", "(ls)", "ls $(ls)"])
+def test_whitelist_allows_when_every_simple_command_matches(tmp_path: Path, command: str) -> None:
+    assert tool(tmp_path, whitelist=[r"^ls\b"]).classify(command) == "allow"
+
+
+@pytest.mark.parametrize("command", [
+    "ls; rm -rf /", "ls && cat x", "ls | sh", "ls $(cat x)", "ls `id`", "PATH=/tmp ls", "sudo ls",
+    "ls 'unbalanced", "ls $(ls", "echo hi", "",
+])
+def test_whitelist_does_not_cover_other_commands(tmp_path: Path, command: str) -> None:
+    assert tool(tmp_path, whitelist=[r"^ls\b"]).classify(command) == "ask"
+
+
+def test_blacklist_wins_over_whitelist_and_nothing_configured_asks(tmp_path: Path) -> None:
+    assert tool(tmp_path, blacklist=[r"-rf"], whitelist=[r"^ls\b"]).classify("ls -rf") == "refuse"
+    assert tool(tmp_path).classify("ls -la") == "ask"
+    assert tool(tmp_path, blacklist=[r"^rm\s"]).classify("ls -la") == "ask"
+
+
+def test_approval_reason_only_when_asking(tmp_path: Path, make_ctx) -> None:
+    t, ctx = tool(tmp_path, blacklist=[r"^rm\s"], whitelist=[r"^ls\b"]), make_ctx()
+    assert t.approval_reason(BashParams(command="cat a"), ctx) == "bash command not on the whitelist: cat a"
+    assert t.approval_reason(BashParams(command="ls -la"), ctx) is None
+    assert t.approval_reason(BashParams(command="rm -rf a"), ctx) is None  # refused at execute, no human
+
+
+@pytest.mark.parametrize("key", ["blacklist", "whitelist"])
+def test_invalid_regex_setting_names_the_setting_and_pattern(tmp_path: Path, key: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        tool(tmp_path, **{key: [r"^ok$", "(unclosed"]})
+    assert f"bash.{key}" in str(e.value) and "'(unclosed'" in str(e.value)
+
+
+def test_bash_tools_only_when_enabled(tmp_path: Path) -> None:
+    assert bash_tools(Settings(), tmp_path) == []
+    [t] = bash_tools(Settings(bash=BashSettings(enable=True)), tmp_path)
+    assert isinstance(t, BashTool) and t.name == "bash" and t.side_effect
+    assert t.workdir == tmp_path / "workspace"
+    [t] = bash_tools(Settings(bash=BashSettings(enable=True, workdir=str(tmp_path / "elsewhere"))), tmp_path)
+    assert t.workdir == tmp_path / "elsewhere"
+
+
+# --- execution --------------------------------------------------------------------------------
+
+
+async def test_runs_in_the_workdir_which_is_created(tmp_path: Path, make_ctx) -> None:
+    t = BashTool(BashSettings(), tmp_path / "a" / "workspace")
+    assert not t.workdir.exists()
+    out = await run(t, make_ctx(), "pwd")
+    assert os.path.realpath(out) == os.path.realpath(tmp_path / "a" / "workspace")
+
+
+async def test_stdout_and_stderr_merged_in_order_and_exit_code(tmp_path: Path, make_ctx) -> None:
+    out = await run(tool(tmp_path), make_ctx(), "echo a; echo b >&2; echo c; exit 3")
+    assert out == "a\nb\nc\n[exit code 3]"
+    assert await run(tool(tmp_path), make_ctx(), "echo fine") == "fine"
+
+
+async def test_no_output(tmp_path: Path, make_ctx) -> None:
+    assert await run(tool(tmp_path), make_ctx(), "true") == "(no output)"
+    assert await run(tool(tmp_path), make_ctx(), "false") == "(no output)\n[exit code 1]"
+
+
+async def test_output_truncated_in_characters(tmp_path: Path, make_ctx) -> None:
+    out = await run(tool(tmp_path), make_ctx(), "printf 'é%.0s' {1..9000}; printf '\\xff'; exit 2")
+    assert out == "é" * 8000 + "\n[output truncated: 8000 of 9001 characters shown]\n[exit code 2]"
+
+
+async def test_invalid_utf8_is_replaced(tmp_path: Path, make_ctx) -> None:
+    assert await run(tool(tmp_path), make_ctx(), "printf 'a\\xffb'") == "a\ufffdb"
+
+
+async def test_timeout_kills_the_process_group(tmp_path: Path, make_ctx) -> None:
+    t = tool(tmp_path, timeout_sec=0.5)
+    start = time.monotonic()
+    out = await run(t, make_ctx(), "echo started; sleep 30 & echo $! > child.pid; wait")
+    assert time.monotonic() - start < 5
+    assert out == "started\n[timed out after 0.5 s]"
+    assert wait_gone(int((t.workdir / "child.pid").read_text()))
+
+
+async def test_run_deadline_shortens_the_timeout(tmp_path: Path, make_ctx) -> None:
+    start = time.monotonic()
+    out = await run(tool(tmp_path, timeout_sec=30), make_ctx(deadline=time.monotonic() + 0.5), "sleep 20")
+    assert time.monotonic() - start < 5
+    assert re.fullmatch(r"\(no output\)\n\[timed out after 0\.[3-5] s\]", out), out
+
+
+async def test_background_jobs_do_not_outlive_the_command(tmp_path: Path, make_ctx) -> None:
+    t = tool(tmp_path)
+    start = time.monotonic()
+    out = await run(t, make_ctx(), "sleep 30 >/dev/null 2>&1 & echo $! > child.pid; echo done")
+    assert out == "done" and time.monotonic() - start < 5
+    assert wait_gone(int((t.workdir / "child.pid").read_text()))
+
+
+async def test_refusal_names_the_pattern_and_runs_nothing(tmp_path: Path, make_ctx) -> None:
+    t = tool(tmp_path, blacklist=[r"^rm\s"])
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "keep").write_text("x")
+    with pytest.raises(ToolError) as e:
+        await run(t, make_ctx(), "ls && /bin/rm -f keep")
+    assert "blacklist pattern '^rm\\\\s'" in str(e.value) and "bash.blacklist" in str(e.value)
+    assert (tmp_path / "ws" / "keep").exists()
+
+
+async def test_bot_settings_are_not_passed_to_the_command(tmp_path: Path, make_ctx, monkeypatch) -> None:
+    monkeypatch.setenv("ANIA_LLM__API_KEY", "sekrit-value")
+    monkeypatch.setenv("OTHER_VAR", "visible-value")
+    out = await run(tool(tmp_path), make_ctx(), "env")
+    assert "visible-value" in out and "sekrit-value" not in out
