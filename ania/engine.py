@@ -157,6 +157,7 @@ async def start_mcp(paths: Paths, settings: Settings, store: AppStore, shared: S
                     sessions: SessionRegistry, stack: AsyncExitStack) -> Any:
     try:
         from services.mcp import MCPManager
+        from tools.mcp_tools import engine_tools  # noqa: F401
     except ImportError:  # pragma: no cover - during bring-up only
         return None
     manager = MCPManager(paths.config_dir, settings, store, shared, sessions)

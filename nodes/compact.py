@@ -51,21 +51,27 @@ def needs_compaction(state: AgentState, limit: int) -> bool:
 
 
 def cut_index(messages: Sequence[AnyMessage], keep_tokens: int) -> int:
-    """Where the kept tail starts; 0 means there is nothing worth summarizing."""
-    best_human = best_any = 0
-    tail = 0
+    """Where the kept tail starts; 0 means there is nothing worth summarizing.
+
+    A cut is valid before a user or assistant message, never before a tool result. Preferred: the
+    earliest user message whose tail fits `keep_tokens`; else the latest user message; else (one huge
+    turn) the earliest assistant message whose tail fits, or the latest one.
+    """
+    valid = [i for i in range(1, len(messages)) if not isinstance(messages[i], ToolMessage)]
+    if not valid:
+        return 0
+    tail, tails = 0, {}
     for i in range(len(messages) - 1, 0, -1):
         tail += estimate_tokens([messages[i]])
-        if tail > keep_tokens and (best_human or best_any):
-            break
-        if isinstance(messages[i], HumanMessage):
-            best_human = i
-        elif not isinstance(messages[i], ToolMessage) and not best_any:
-            best_any = i
-    if best_human:
-        return best_human
-    # One huge turn: cut before its latest assistant message that is not the very last one.
-    return best_any if best_any and best_any < len(messages) - 1 else 0
+        tails[i] = tail
+    humans = [i for i in valid if isinstance(messages[i], HumanMessage)]
+    fitting = [i for i in valid if tails[i] <= keep_tokens]
+    fitting_humans = [i for i in fitting if i in humans]
+    if fitting_humans:
+        return min(fitting_humans)
+    if humans:
+        return max(humans)
+    return min(fitting) if fitting else max(valid)
 
 
 def transcript(messages: Sequence[AnyMessage]) -> str:

@@ -12,16 +12,17 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Send
 
 from graphs.state import AgentState, GateState
-from tools.executor import ToolCall, ToolOutcome
+from tools.executor import ToolCall, ToolOutcome, parse_raw_arguments
 
 TOOL_NODE = "tool_call"
 
 
 def calls_of(message: AIMessage) -> list[ToolCall]:
     calls = [ToolCall(id=c["id"], name=c["name"], args=dict(c.get("args") or {})) for c in message.tool_calls]
-    for bad in message.invalid_tool_calls:
+    for bad in message.invalid_tool_calls:  # the provider re-reads them in this same order
+        _, error = parse_raw_arguments(bad.get("args") or "")
         calls.append(ToolCall(id=bad.get("id") or "", name=bad.get("name") or "", args={},
-                              args_error=bad.get("error") or "invalid arguments"))
+                              args_error=error or "invalid arguments"))
     return calls
 
 

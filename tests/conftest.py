@@ -22,8 +22,8 @@ def scripted_llm() -> ScriptedOpenAI:
     server.stop()
 
 
-def make_settings(llm: ScriptedOpenAI, **sections: dict[str, Any]) -> Settings:
-    base: dict[str, Any] = {"llm": {"base_url": llm.base_url, "model": "scripted-model", "api_key": "k",
+def make_settings(server: ScriptedOpenAI, **sections: dict[str, Any]) -> Settings:
+    base: dict[str, Any] = {"llm": {"base_url": server.base_url, "model": "scripted-model", "api_key": "k",
                                     "timeout_sec": 5, "max_retries": 0},
                             "bot": {"admins": ["admin"]}}
     for name, values in sections.items():
