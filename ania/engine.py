@@ -56,12 +56,17 @@ async def _no_outbox(session_key: str, text: str) -> bool:
 
 
 class Engine:
-    def __init__(self, services: Services, graph: CompiledStateGraph, approvals: Approvals, stack: AsyncExitStack) -> None:
+    def __init__(self, services: Services, graph: CompiledStateGraph, stack: AsyncExitStack,
+                 approval_timeout_sec: float | None = None) -> None:
         self.services = services
         self.graph = graph
-        self.approvals = approvals
         self._stack = stack
+        #: Set by the platform adapter: how to send a text to any session (approval prompts to admins).
         self.outbox: Outbox = _no_outbox
+        self.approvals = Approvals(services.settings, self._notify, timeout_sec=approval_timeout_sec)
+
+    async def _notify(self, session_key: str, text: str) -> bool:
+        return await self.outbox(session_key, text)
 
     @classmethod
     async def start(
@@ -72,6 +77,7 @@ class Engine:
         settings: Settings | None = None,
         hooks: HookRunner | None = None,
         hook_handlers: Sequence[Any] = (),
+        approval_timeout_sec: float | None = None,
     ) -> "Engine":
         paths = Paths.from_env()
         paths = Paths(config_dir=Path(config_dir or paths.config_dir), data_dir=Path(data_dir or paths.data_dir))
@@ -94,10 +100,7 @@ class Engine:
         except BaseException:
             await stack.aclose()
             raise
-        engine = cls.__new__(cls)
-        approvals = Approvals(settings, lambda s, t: engine.outbox(s, t))
-        cls.__init__(engine, services, graph, approvals, stack)
-        return engine
+        return cls(services, graph, stack, approval_timeout_sec)
 
     async def close(self) -> None:
         await self._stack.aclose()

@@ -23,7 +23,8 @@ PLAN_BLOCKED = (
     "the user turns plan mode off with /plan off."
 )
 HOOK_BLOCKED = 'Blocked by a PreToolUse hook: {reason}'
-DENIED = 'Not run: {who} denied the call to "{name}"{why}.'
+DENIED = 'Not run: user {by} denied the call to "{name}"{why}.'
+NO_ANSWER = 'Not run: no approval for "{name}" ({why}).'
 APPROVAL_PROMPT = 'Tool "{name}" wants to run with {args}\n{why}\nReply allow (允许/同意/yes) or deny (拒绝/no).'
 
 
@@ -72,9 +73,10 @@ def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext) -> dict[str, Any]
     })
     if allowed:
         return {}
-    who = decision.get("by_label") or ("the approver" if decision.get("by") else "nobody answered;")
+    if not decision.get("by"):
+        return {"blocked": NO_ANSWER.format(name=call.name, why=decision.get("reason") or "denied")}
     why_not = f" ({decision['reason']})" if decision.get("reason") else ""
-    return {"blocked": DENIED.format(who=who, name=call.name, why=why_not)}
+    return {"blocked": DENIED.format(by=decision["by"], name=call.name, why=why_not)}
 
 
 async def admin_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:

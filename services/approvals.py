@@ -20,7 +20,7 @@ DENY_WORDS = ("deny", "no", "拒绝")
 _WORD = re.compile(r"^\s*([a-z]+|[\u4e00-\u9fff]+)\s*[.!。！]?\s*$", re.IGNORECASE)
 
 NOT_ALLOWED = "You cannot answer this approval: {why}"
-TIMED_OUT = "timed out after {sec:.0f} s"
+TIMED_OUT = "timed out after {sec:g} s"
 
 #: Sends a prompt to a session (the runtime's platform); returns False when it could not.
 Notify = Callable[[str, str], Awaitable[bool]]
@@ -47,9 +47,11 @@ class Pending:
 
 
 class Approvals:
-    def __init__(self, settings: Settings, notify: Notify) -> None:
+    def __init__(self, settings: Settings, notify: Notify, *, timeout_sec: float | None = None) -> None:
         self._settings = settings
         self._notify = notify
+        #: Overrides the clamped `approval.timeout_sec` (tests use a short one).
+        self._timeout = timeout_sec
         self._pending: dict[str, Pending] = {}  # session key (or admin chat) → the open question
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -81,7 +83,7 @@ class Approvals:
             pending = Pending(request, future, tuple(places))
             for p in places:
                 self._pending[p] = pending
-            timeout = self._settings.approval.effective_timeout
+            timeout = self._timeout or self._settings.approval.effective_timeout
             try:
                 return await asyncio.wait_for(asyncio.shield(future), timeout)
             except asyncio.TimeoutError:
@@ -102,7 +104,7 @@ class Approvals:
         why_not = self.may_answer(pending.request, user_id)
         if why_not:
             return NOT_ALLOWED.format(why=why_not)
-        pending.future.set_result({"decision": word, "by": user_id, "by_label": f"user {user_id}"})
+        pending.future.set_result({"decision": word, "by": user_id})
         verb = "Allowed" if word == "allow" else "Denied"
         return f'{verb}: "{pending.request["tool"]}".'
 

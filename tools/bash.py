@@ -59,7 +59,7 @@ BASH_DESCRIPTION = (
     "Some commands are refused by policy and others need a human's approval before they run."
 )
 REFUSED = (
-    "bash command refused: it matches the blacklist pattern {pattern!r} (bash.blacklist). "
+    'bash command refused: it matches the blacklist pattern "{pattern}" (bash.blacklist). '
     "Do not try to work around the policy; tell the user what you wanted to run."
 )
 ASK_REASON = "bash command not on the whitelist: {command}"
