@@ -30,7 +30,7 @@ bench: $(STAMP)
 	$(PY) -m bench.run $(ARGS)
 
 studio: $(STAMP)
-	$(STUDIO_ENV) $(VENV)/bin/langgraph dev --no-browser --port 2024 $(ARGS)
+	$(STUDIO_ENV) $(VENV)/bin/langgraph dev --no-browser --allow-blocking --port 2024 $(ARGS)
 
 clean:
 	rm -rf $(VENV) .langgraph_api

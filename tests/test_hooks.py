@@ -59,7 +59,7 @@ def alive(pid: int) -> bool:
     """True while `pid` runs (a zombie waiting for its reaper counts as gone)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
