@@ -38,7 +38,7 @@ from tools.todo import TodoWriteTool
 
 log = logging.getLogger(__name__)
 
-TURN_TIMEOUT = "Sorry, this took longer than {sec:.0f} s (bot.msg_event_timeout_sec) and was stopped."
+TURN_TIMEOUT = "Sorry, this took longer than {sec:g} s (bot.msg_event_timeout_sec) and was stopped."
 #: Sends a text to a session's chat (the platform adapter provides it); False if it could not.
 Outbox = Callable[[str, str], Awaitable[bool]]
 
@@ -133,7 +133,7 @@ class Engine:
         inp: Any = {"messages": [user_message(ctx.session_key, ctx.requester, text)],
                     "rounds": 0, "status": "ok", "reply": "", "turn_usage": None}
         while True:
-            out = await self.graph.ainvoke(inp, config, context=ctx)
+            out = await self.graph.ainvoke(inp, config, context=ctx, durability="sync")
             interrupts = out.get("__interrupt__") or []
             if not interrupts:
                 break

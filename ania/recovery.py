@@ -48,16 +48,16 @@ async def settle(graph: CompiledStateGraph, session_key: str, store: AppStore, r
             "decision": "deny", "reason": reason,
         })
     messages = snapshot.values.get("messages", [])
-    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     last_ai = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-    finished = _finished_results(snapshot)
+    # The snapshot's values may already show finished branches' results that the stored checkpoint
+    # lacks; every result is written again (add_messages replaces a message with the same id).
+    known = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+    known.update(_finished_results(snapshot))
     patch: list[Any] = []
     not_run = 0
     for call in calls_of(last_ai) if last_ai is not None else []:
-        if call.id in answered:
-            continue
-        if call.id in finished:
-            patch.append(finished[call.id])
+        if call.id in known:
+            patch.append(known[call.id])
         else:
             not_run += 1
             patch.append(ToolMessage(content=NOT_RUN.format(reason=reason), tool_call_id=call.id,

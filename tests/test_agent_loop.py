@@ -23,12 +23,13 @@ class SleepTool(Tool[SleepParams]):
     description = "Sleeps a little and records when it ran."
     params = SleepParams
 
-    def __init__(self) -> None:
+    def __init__(self, seconds: float = 0.3) -> None:
         self.spans: dict[str, tuple[float, float]] = {}
+        self.seconds = seconds
 
     async def execute(self, args: SleepParams, ctx) -> str:
         start = time.monotonic()
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(self.seconds)
         self.spans[args.label] = (start, time.monotonic())
         return f"slept {args.label}"
 
@@ -152,3 +153,20 @@ async def test_usage_is_kept_per_turn_and_in_total(scripted_llm, make_chat):
     state = await chat.engine.graph.aget_state(thread_config("f:u1"))
     assert state.values["turn_usage"]["requests"] == 1
     assert state.values["total_usage"]["requests"] == 3
+
+
+async def test_message_budget_stops_a_slow_tool_and_the_session_stays_consistent(scripted_llm, make_chat):
+    chat = await make_chat(make_settings(scripted_llm, bot={"msg_event_timeout_sec": 1.5}))
+    sleepy = SleepTool(seconds=30)
+    chat.engine.services.shared_tools.add([sleepy])
+    scripted_llm.script([Calls([("sleepy", {"label": "slow"}), ("time", {})])])
+    out = await chat.say("f:u1", "u1", "take your time")
+    assert out == ["Sorry, this took longer than 1.5 s (bot.msg_event_timeout_sec) and was stopped."]
+    chat.engine.services.settings.bot.msg_event_timeout_sec = 30
+    scripted_llm.script([Reply("ok")])
+    assert await chat.say("f:u1", "u1", "next") == ["ok"]
+    msgs = scripted_llm.requests[-1].messages
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "tool", "user"]
+    results = [m["content"] for m in msgs if m["role"] == "tool"]
+    assert results[0] == "Not run: the message's time budget ran out."
+    assert results[1].endswith("(Monday, UTC+0000)") or "UTC" in results[1]  # the finished sibling kept its result

@@ -114,6 +114,8 @@ class ScriptedOpenAI:
     def start(self) -> "ScriptedOpenAI":
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Accepted sockets inherit it: no 40 ms delayed-ACK stall on every keep-alive response.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(("127.0.0.1", self.port))
         self.port = sock.getsockname()[1]
         app = Starlette(routes=[
