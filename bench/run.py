@@ -1,0 +1,48 @@
+"""Run every benchmark: `python -m bench.run [--quick]` (what `make bench` runs).
+
+Flags are passed to each benchmark (each ignores the ones it does not know): `--quick`, and e.g.
+`--turns 10 --sizes 2,20` for bench_loop, `--calls 500` for bench_gate.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+import time
+from typing import Sequence
+
+BENCHES = ("bench.bench_loop", "bench.bench_gate")
+OPTIONAL = ("bench.bench_mcp",)
+
+
+def _modules() -> list[str]:
+    names = list(BENCHES)
+    for name in OPTIONAL:
+        if importlib.util.find_spec(name) is not None:
+            names.append(name)
+    return names
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    failed = []
+    for name in _modules():
+        module = importlib.import_module(name)
+        entry = getattr(module, "main", None)
+        if entry is None:
+            print(f"== {name}: no main(), skipped\n")
+            continue
+        print(f"== {name}")
+        t0 = time.perf_counter()
+        try:
+            entry(argv) if inspect.signature(entry).parameters else entry()
+        except Exception as e:  # noqa: BLE001 - one failing benchmark must not hide the others
+            failed.append(name)
+            print(f"{name} failed: {type(e).__name__}: {e}")
+        print(f"({time.perf_counter() - t0:.1f} s)\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
