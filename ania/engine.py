@@ -64,6 +64,8 @@ class Engine:
         #: Set by the platform adapter: how to send a text to any session (approval prompts to admins).
         self.outbox: Outbox = _no_outbox
         self.approvals = Approvals(services.settings, self._notify, timeout_sec=approval_timeout_sec)
+        #: Sessions whose last turn ended cleanly in this process: no dangling step to settle.
+        self._clean: set[str] = set()
 
     async def _notify(self, session_key: str, text: str) -> bool:
         return await self.outbox(session_key, text)
@@ -113,25 +115,28 @@ class Engine:
 
     async def run_turn(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge) -> TurnResult:
         """One message → one reply (sent through the bridge). Never raises for endpoint or tool errors."""
-        await settle(self.graph, session_key, self.services.store, "the previous turn did not finish (restart or stop)")
+        store = self.services.store
+        if session_key not in self._clean:
+            await settle(self.graph, session_key, store, "the previous turn did not finish (restart or stop)")
+        self._clean.discard(session_key)
         ctx = self.context(session_key, user_id, bridge)
         budget = self.services.settings.bot.msg_event_timeout_sec
         try:
             result = await asyncio.wait_for(self._drive(ctx, text), budget)
         except asyncio.TimeoutError:
-            await settle(self.graph, session_key, self.services.store, "the message's time budget ran out")
+            await settle(self.graph, session_key, store, "the message's time budget ran out")
             result = TurnResult(TURN_TIMEOUT.format(sec=budget), "timeout")
         except asyncio.CancelledError:
-            await asyncio.shield(settle(self.graph, session_key, self.services.store, "stopped with /stop"))
+            await asyncio.shield(settle(self.graph, session_key, store, "stopped with /stop"))
             raise
+        self._clean.add(session_key)
         if result.reply:
             await bridge.send_text(result.reply)
         return result
 
     async def _drive(self, ctx: RunContext, text: str) -> TurnResult:
         config = thread_config(ctx.session_key)
-        inp: Any = {"messages": [user_message(ctx.session_key, ctx.requester, text)],
-                    "rounds": 0, "status": "ok", "reply": "", "turn_usage": None}
+        inp: Any = {"messages": [user_message(ctx.session_key, ctx.requester, text)]}
         while True:
             out = await self.graph.ainvoke(inp, config, context=ctx, durability="sync")
             interrupts = out.get("__interrupt__") or []

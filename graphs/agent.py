@@ -1,29 +1,29 @@
 """The agent loop (D1), one LangGraph thread per session:
 
-    START → prepare ─▶ (compact?) ─▶ model ──tool calls──▶ Send(tool_call) per call ─▶ after_tools ─▶ (compact?) ─▶ model
+    START → prepare ─▶ (compact?) ─▶ model ──tool calls──▶ Send(tool_call) per call ─▶ (compact?) ─▶ model
                                        └──no calls──▶ finish → END
 
-`tool_call` is the compiled gate graph (graphs/gate.py); its branches of one round run concurrently.
+`tool_call` runs the gate graph (graphs/gate.py) for one call; the branches of a round run
+concurrently. The gate graph is run with durability "exit": its steps are not stored one by one
+(an interrupt or the branch's end stores it), which keeps a tool call to one checkpoint write
+instead of one per gate; a branch that dies mid-way is settled by ania/recovery.py.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from graphs.gate import build_gate_graph
-from graphs.state import AgentState
+from graphs.state import AgentState, GateInput
 from nodes.compact import compact, needs_compaction
 from nodes.context import ContextFactory, bind_context
 from nodes.model import call_model
 from nodes.prepare import finish, prepare
 from nodes.tool_calls import TOOL_NODE, route_after_model
-
-
-async def after_tools(state: AgentState, ctx: Any) -> dict[str, Any]:
-    return {"rounds": state.get("rounds", 0) + 1}
 
 
 def _compact_or_model(context_tokens: Callable[[], int]) -> Callable[[AgentState], str]:
@@ -33,6 +33,13 @@ def _compact_or_model(context_tokens: Callable[[], int]) -> Callable[[AgentState
         return "compact" if needs_compaction(state, context_tokens()) else "model"
 
     return route
+
+
+def _gate_node(gate: CompiledStateGraph) -> Callable[..., Any]:
+    async def tool_call(state: GateInput, config: RunnableConfig) -> dict[str, Any]:
+        return await gate.ainvoke(state, config, durability="exit")
+
+    return tool_call
 
 
 def build_agent_graph(
@@ -47,15 +54,13 @@ def build_agent_graph(
     g.add_node("prepare", bind_context(prepare, context_factory))
     g.add_node("compact", bind_context(compact, context_factory))
     g.add_node("model", bind_context(call_model, context_factory))
-    g.add_node(TOOL_NODE, build_gate_graph(context_factory))
-    g.add_node("after_tools", bind_context(after_tools, context_factory))
+    g.add_node(TOOL_NODE, _gate_node(build_gate_graph(context_factory)), input_schema=GateInput)
     g.add_node("finish", bind_context(finish, context_factory))
     route = _compact_or_model(context_tokens)
     g.add_edge(START, "prepare")
     g.add_conditional_edges("prepare", route, ["compact", "model", "finish"])
     g.add_edge("compact", "model")
     g.add_conditional_edges("model", route_after_model, [TOOL_NODE, "finish"])
-    g.add_edge(TOOL_NODE, "after_tools")
-    g.add_conditional_edges("after_tools", route, ["compact", "model", "finish"])
+    g.add_conditional_edges(TOOL_NODE, route, ["compact", "model", "finish"])
     g.add_edge("finish", END)
     return g.compile(name=name, checkpointer=checkpointer)

@@ -1,7 +1,10 @@
 """The gate pipeline: one run per tool call, each gate its own node (DESIGN.md, G1).
 
-    check → plan_mode → pre_tool_hooks → admin_approval → human_approval → execute → post_tool_hooks → emit
-      └──────── any gate sets `blocked` or a result ───────────────────────────────────────────────▶ emit
+    plan_mode → pre_tool_hooks → admin_approval → human_approval → execute → post_tool_hooks → END
+        └──────── a gate blocks (or the call is invalid) ──────────────────▶ emit → END
+
+plan_mode first checks the call itself (unknown tool, invalid arguments); post_tool_hooks and emit
+write the ToolMessage.
 
 Because each gate is a node, an approval that pauses (a LangGraph interrupt) resumes at that gate
 without re-running the ones before it.
@@ -16,12 +19,11 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graphs.state import GateOutput, GateState
 from nodes.context import ContextFactory, bind_context
-from nodes.execute import check_call, emit, execute_call
+from nodes.execute import emit, execute_call
 from nodes.gates import admin_approval, human_approval, plan_mode, post_tool_hooks, pre_tool_hooks
 
 #: Gates in their fixed order (cheapest first; the human is asked last).
 GATES = [
-    ("check", check_call),
     ("plan_mode", plan_mode),
     ("pre_tool_hooks", pre_tool_hooks),
     ("admin_approval", admin_approval),
@@ -48,6 +50,6 @@ def build_gate_graph(context_factory: ContextFactory | None = None, checkpointer
     for (name, _), (nxt, _) in zip(GATES, GATES[1:]):
         g.add_conditional_edges(name, _next_or_emit(nxt), [nxt, "emit"])
     g.add_edge("execute", "post_tool_hooks")
-    g.add_edge("post_tool_hooks", "emit")
+    g.add_edge("post_tool_hooks", END)
     g.add_edge("emit", END)
     return g.compile(name="gate", checkpointer=checkpointer)

@@ -58,5 +58,11 @@ class GateState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
+class GateInput(TypedDict):
+    """What a `Send` hands the tool-call node: just the call."""
+
+    call: dict[str, Any]
+
+
 class GateOutput(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]

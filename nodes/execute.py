@@ -1,5 +1,4 @@
-"""The last gate: resolve the call (unknown tool, bad arguments) and run it; and the emit step that
-turns the branch's verdict into the ToolMessage the model reads."""
+"""The last gate runs the call; `emit` turns a blocked branch's verdict into the ToolMessage."""
 
 from __future__ import annotations
 
@@ -10,15 +9,6 @@ from nodes.tool_calls import result_dict, tool_message
 from tools.base import ToolError
 from tools.context import RunContext
 from tools.executor import ToolCall
-
-
-async def check_call(state: GateState, ctx: RunContext) -> dict[str, Any]:
-    """Unknown tools and invalid arguments end the branch before any gate sees them."""
-    try:
-        ctx.executor.resolve(ToolCall.from_dict(state["call"]))
-    except ToolError as e:
-        return {"result": {"text": str(e), "status": "error"}}
-    return {}
 
 
 async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:

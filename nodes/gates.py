@@ -14,7 +14,8 @@ from langgraph.types import interrupt
 from graphs.state import GateState
 from nodes.prepare import hook_payload
 from services.plan_mode import PlanMode
-from tools.base import Tool
+from nodes.tool_calls import tool_message
+from tools.base import Tool, ToolError
 from tools.context import RunContext
 from tools.executor import ToolCall
 
@@ -35,7 +36,11 @@ def _call_and_tool(state: GateState, ctx: RunContext) -> tuple[ToolCall, Tool, A
 
 
 async def plan_mode(state: GateState, ctx: RunContext) -> dict[str, Any]:
-    call, tool, _ = _call_and_tool(state, ctx)
+    """Also the call's own check: unknown tools and invalid arguments end the branch here."""
+    try:
+        call, tool, _ = _call_and_tool(state, ctx)
+    except ToolError as e:
+        return {"result": {"text": str(e), "status": "error"}}
     if tool.side_effect and PlanMode(ctx.services.store).is_on(ctx.session_key):
         return {"blocked": PLAN_BLOCKED.format(name=call.name)}
     return {}
@@ -50,10 +55,12 @@ async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
 
 
 async def post_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
+    """Tell PostToolUse hooks, then write the result (with any hook context) as the ToolMessage."""
     call = ToolCall.from_dict(state["call"])
     out = await ctx.services.hooks.run("PostToolUse", hook_payload(
         ctx, tool_name=call.name, tool_input=call.args, tool_result=state.get("result", {}).get("text")))
-    return {"notes": [*state.get("notes", []), *out.context]} if out.context else {}
+    notes = [*state.get("notes", []), *out.context]
+    return {"messages": [tool_message({**state, "notes": notes})]}
 
 
 def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext) -> dict[str, Any]:

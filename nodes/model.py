@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from graphs.state import AgentState
-from nodes.prompt import request_messages
+from nodes.prompt import request_messages, text_of
 from services.config import ConfigError
 from tools.context import RunContext
 
@@ -45,7 +45,12 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     # since add_messages replaces a message with the same id.
     reply = reply.model_copy(update={"id": f"ai-{uuid.uuid4().hex}"})
     usage = _usage(reply)
-    return {"messages": [reply], "turn_usage": usage, "total_usage": usage}
+    update: dict[str, Any] = {"messages": [reply], "turn_usage": usage, "total_usage": usage}
+    if reply.tool_calls or reply.invalid_tool_calls:
+        update["rounds"] = state.get("rounds", 0) + 1
+        if reply.content:  # intermediate text goes out now (dropped by subagent and clock bridges)
+            await ctx.bridge.send_text(text_of(reply))
+    return update
 
 
 def _usage(reply: AIMessage) -> dict[str, int]:

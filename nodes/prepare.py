@@ -33,6 +33,8 @@ async def prepare(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     last = messages[-1] if messages else None
     if not isinstance(last, HumanMessage):
         return {}
+    # A user message starts a turn: per-turn fields start fresh (Studio's input carries only messages).
+    turn: dict[str, Any] = {"rounds": 0, "status": "ok", "reply": "", "turn_usage": None}
     hooks = ctx.services.hooks
     blocks: list[str] = []
     if ctx.services.sessions.first_turn(ctx.session_key):
@@ -41,13 +43,13 @@ async def prepare(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     outcome = await hooks.run("UserPromptSubmit", hook_payload(ctx, prompt=text_of(last)))
     if outcome.blocked:
         # The blocked text never reaches the model, now or in later turns.
-        return {"messages": [RemoveMessage(id=last.id)], "status": "blocked",
+        return {**turn, "messages": [RemoveMessage(id=last.id)], "status": "blocked",
                 "reply": PROMPT_BLOCKED.format(reason=outcome.reason or "blocked by a hook")}
     blocks += context_block(outcome.context)
     if ctx.agent_kind == "main":
         reminder = TodoStore(ctx.services.store).reminder(ctx.session_key)
         blocks += [reminder] if reminder else []
-    return {"messages": [with_tail(last, blocks)]} if blocks else {}
+    return {**turn, "messages": [with_tail(last, blocks)]} if blocks else turn
 
 
 async def finish(state: AgentState, ctx: RunContext) -> dict[str, Any]:
