@@ -134,6 +134,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--model-delay", type=float, default=0.0, help="scripted model latency per request, seconds")
     p.add_argument("--peer-durability", choices=["sync", "async", "exit"], default=None,
                    help="the peer's LangGraph durability (default: LangGraph's own, async; ours uses sync)")
+    p.add_argument("--peer-client", choices=["stock", "lean"], default="stock",
+                   help="the peer's model client: LangChain's ChatOpenAI (default) or Ania's lean one")
     p.add_argument("--quick", action="store_true", help="sizes 2,20 and 5 turns")
     args, _ = p.parse_known_args(argv)
     if args.quick:
@@ -146,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     turns = max(1, min(args.turns, 200))
     Peer.durability = args.peer_durability
+    Peer.client = args.peer_client
+    print(f"peer: create_agent with {'Ania' if args.peer_client == 'lean' else 'the stock'} ChatOpenAI client")
     print(report(asyncio.run(run(sizes, turns, args.model_delay)), turns, args.model_delay))
 
 

@@ -96,6 +96,9 @@ class Peer:
     """
 
     durability: str | None = None
+    #: "stock": LangChain's `ChatOpenAI` as the peer ships with it; "lean": Ania's client (isolates the
+    #: graph's own overhead from the model client's).
+    client: str = "stock"
 
     def __init__(self, agent: Any, stack: AsyncExitStack, db: Path) -> None:
         self.agent = agent
@@ -114,7 +117,7 @@ class Peer:
         saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(db)))
         await saver.setup()
         tools: list[Any] = [peer_time_tool() if s["function"]["name"] == "time" else s for s in tool_schemas]
-        agent = create_agent(ModelFactory(settings).model(), tools, system_prompt=settings.bot.system_prompt,
+        agent = create_agent(_peer_model(settings, cls.client), tools, system_prompt=settings.bot.system_prompt,
                              checkpointer=saver)
         return cls(agent, stack, db)
 
@@ -130,6 +133,16 @@ class Peer:
 
     async def close(self) -> None:
         await self._stack.aclose()
+
+
+def _peer_model(settings: Settings, client: str) -> Any:
+    if client == "lean":
+        return ModelFactory(settings).model()
+    from langchain_openai import ChatOpenAI
+
+    llm = settings.llm
+    return ChatOpenAI(base_url=llm.base_url, api_key=llm.api_key, model=llm.model, timeout=llm.timeout_sec,
+                      max_retries=llm.max_retries, temperature=llm.temperature, stream_usage=True)
 
 
 def db_bytes(path: Path) -> int:

@@ -195,8 +195,6 @@ def test_denied_approval_becomes_the_tool_result(studio: Studio, llm: ScriptedOp
     assert _last(out)["content"] == "ok, no plan"
 
 
-@pytest.mark.xfail(strict=True, reason="Studio input carries only messages, so `status`/`rounds` of the "
-                   "previous run stick (nodes/prepare.py should reset them when a user message starts a turn)")
 def test_thread_recovers_after_a_failed_run(studio: Studio, llm: ScriptedOpenAI) -> None:
     from ania.fakes.openai_server import Fail
 
