@@ -28,6 +28,7 @@ from services.config import Paths, Settings, load_settings
 from services.container import Services
 from services.hook_types import HookRunner
 from services.llm import ModelFactory
+from services.mcp import MCPManager
 from services.sessions import SessionRegistry
 from services.store import AppStore
 from tools.context import CallbackBridge, RunContext
@@ -163,11 +164,6 @@ def builtin_tools(settings: Settings, paths: Paths) -> list:
 
 async def start_mcp(paths: Paths, settings: Settings, store: AppStore, shared: SharedExecutor,
                     sessions: SessionRegistry, stack: AsyncExitStack) -> Any:
-    try:
-        from services.mcp import MCPManager
-        from tools.mcp_tools import engine_tools  # noqa: F401
-    except ImportError:  # pragma: no cover - during bring-up only
-        return None
     manager = MCPManager(paths.config_dir, settings, store, shared, sessions)
     await manager.start()
     stack.push_async_callback(manager.close)

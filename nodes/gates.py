@@ -38,10 +38,10 @@ def _call_and_tool(state: GateState, ctx: RunContext) -> tuple[ToolCall, Tool, A
 async def plan_mode(state: GateState, ctx: RunContext) -> dict[str, Any]:
     """Also the call's own check: unknown tools and invalid arguments end the branch here."""
     try:
-        call, tool, _ = _call_and_tool(state, ctx)
+        call, tool, args = _call_and_tool(state, ctx)
     except ToolError as e:
         return {"result": {"text": str(e), "status": "error"}}
-    if tool.side_effect and PlanMode(ctx.services.store).is_on(ctx.session_key):
+    if tool.has_side_effect(args, ctx) and PlanMode(ctx.services.store).is_on(ctx.session_key):
         return {"blocked": PLAN_BLOCKED.format(name=call.name)}
     return {}
 

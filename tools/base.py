@@ -63,6 +63,10 @@ class Tool(ABC, Generic[P]):
             )
             raise ToolArgumentError(problems) from None
 
+    def has_side_effect(self, args: P, ctx: "RunContext") -> bool:
+        """Whether plan mode blocks this call; a proxy tool (mcp_call) decides per target."""
+        return self.side_effect
+
     def approval_reason(self, args: P, ctx: "RunContext") -> str | None:
         """Why this particular call needs a human's approval, or None. bash overrides this (G6)."""
         return None
