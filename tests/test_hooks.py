@@ -20,7 +20,7 @@ from services.hooks_shell import PAYLOAD_KEYS
 
 pytestmark = pytest.mark.timeout(20)
 
-from tests.hook_helpers import TOOL, FakeClock, alive, one, script, warnings_of, write_config  # noqa: F401
+from tests.hook_helpers import TOOL, alive, one, script, warnings_of, write_config
 
 # --- exit codes and output --------------------------------------------------------------------
 

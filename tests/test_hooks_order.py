@@ -14,7 +14,7 @@ from services.hooks import HookManager
 
 pytestmark = pytest.mark.timeout(20)
 
-from tests.hook_helpers import TOOL, FakeClock, alive, one, script, warnings_of, write_config  # noqa: F401
+from tests.hook_helpers import TOOL, FakeClock, one, warnings_of, write_config
 
 # --- ordering, short-circuit, handlers --------------------------------------------------------
 
