@@ -196,4 +196,5 @@ def require_llm(settings: Settings) -> None:
         if not getattr(settings.llm, key):
             raise ConfigError(
                 f"missing setting llm.{key}: set it in {CONFIG_FILE} under [llm] or as {env_name('llm.' + key)}"
+                " (or try `make demo`, an offline scripted model)"
             )

@@ -49,7 +49,8 @@ def test_missing_setting_is_one_line_and_non_zero(tmp_path):
     done = ania("chat", env=env)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "ania: missing setting llm.base_url: set it in ania.toml under [llm] or as ANIA_LLM__BASE_URL"]
+        "ania: missing setting llm.base_url: set it in ania.toml under [llm] or as ANIA_LLM__BASE_URL"
+        " (or try `make demo`, an offline scripted model)"]
     (tmp_path / "ania.toml").write_text("[agent]\nmax_rounds = 'many'\n")
     bad = ania("chat", env=env)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
