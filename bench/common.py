@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from ania.bridges import ChatBridge
 from ania.engine import Engine
 from ania.fakes.openai_server import Recorded, ScriptedOpenAI
-from checkpoints.factory import CHECKPOINT_FILE
+from checkpoints.factory import CHECKPOINT_FILE, tune_sqlite
 from services.config import Settings
 from services.hook_types import NoHooks
 from services.llm import ModelFactory
@@ -116,6 +116,7 @@ class Peer:
         db = root / "peer-checkpoints.db"
         saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(db)))
         await saver.setup()
+        await tune_sqlite(saver)  # the same checkpointer settings as ours
         tools: list[Any] = [peer_time_tool() if s["function"]["name"] == "time" else s for s in tool_schemas]
         agent = create_agent(_peer_model(settings, cls.client), tools, system_prompt=settings.bot.system_prompt,
                              checkpointer=saver)

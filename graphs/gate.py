@@ -3,8 +3,9 @@
     plan_mode → pre_tool_hooks → admin_approval → human_approval → execute → post_tool_hooks → END
         └──────── a gate blocks (or the call is invalid) ──────────────────▶ emit → END
 
-plan_mode first checks the call itself (unknown tool, invalid arguments); post_tool_hooks and emit
-write the ToolMessage.
+plan_mode first checks the call itself (unknown tool, invalid arguments) and lists the later gates
+that have work for it (`route`): a gate with nothing to do (no matching hooks, no approval needed) is
+skipped, so a plain call is two steps. The last node that runs writes the ToolMessage.
 
 Because each gate is a node, an approval that pauses (a LangGraph interrupt) resumes at that gate
 without re-running the ones before it.
@@ -32,11 +33,18 @@ GATES = [
 ]
 
 
-def _next_or_emit(next_node: str) -> Callable[[GateState], str]:
-    def route(state: GateState) -> str:
-        return "emit" if state.get("blocked") or state.get("result") else next_node
+LATER = ["pre_tool_hooks", "admin_approval", "human_approval", "execute", "post_tool_hooks"]
 
-    route.__name__ = f"to_{next_node}"
+
+def _after(node: str) -> Callable[[GateState], str]:
+    def route(state: GateState) -> str:
+        if state.get("blocked") or (node != "execute" and state.get("result")):
+            return "emit"
+        plan = state.get("route", [])
+        rest = plan[plan.index(node) + 1:] if node in plan else plan
+        return rest[0] if rest else END
+
+    route.__name__ = f"after_{node}"
     return route
 
 
@@ -47,9 +55,9 @@ def build_gate_graph(context_factory: ContextFactory | None = None, checkpointer
     g.add_node("post_tool_hooks", bind_context(post_tool_hooks, context_factory))
     g.add_node("emit", bind_context(emit, context_factory))
     g.add_edge(START, GATES[0][0])
-    for (name, _), (nxt, _) in zip(GATES, GATES[1:]):
-        g.add_conditional_edges(name, _next_or_emit(nxt), [nxt, "emit"])
-    g.add_edge("execute", "post_tool_hooks")
+    for name, _ in GATES:
+        later = LATER[LATER.index(name) + 1:] if name in LATER else LATER
+        g.add_conditional_edges(name, _after(name), [*later, "emit", END])
     g.add_edge("post_tool_hooks", END)
     g.add_edge("emit", END)
     return g.compile(name="gate", checkpointer=checkpointer)

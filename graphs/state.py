@@ -50,6 +50,8 @@ class GateState(TypedDict, total=False):
     """One tool call's trip through the gate pipeline (graphs/gate.py)."""
 
     call: dict[str, Any]
+    #: The gates after plan_mode that have work for this call (set by plan_mode).
+    route: list[str]
     #: Set by the first gate that blocks; the text becomes the tool result.
     blocked: str
     #: Context texts hooks want the model to read with the result.

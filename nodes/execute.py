@@ -17,7 +17,10 @@ async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:
         tool, args = ctx.executor.resolve(call)
     except ToolError as e:  # the table changed since check_call (e.g. a server was removed)
         return {"result": {"text": str(e), "status": "error"}}
-    return {"result": result_dict(await ctx.executor.execute(tool, args, ctx))}
+    result = result_dict(await ctx.executor.execute(tool, args, ctx))
+    if "post_tool_hooks" in state.get("route", []):
+        return {"result": result}
+    return {"result": result, "messages": [tool_message({**state, "result": result})]}
 
 
 async def emit(state: GateState, ctx: RunContext) -> dict[str, Any]:

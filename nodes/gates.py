@@ -43,7 +43,18 @@ async def plan_mode(state: GateState, ctx: RunContext) -> dict[str, Any]:
         return {"result": {"text": str(e), "status": "error"}}
     if tool.has_side_effect(args, ctx) and PlanMode(ctx.services.store).is_on(ctx.session_key):
         return {"blocked": PLAN_BLOCKED.format(name=call.name)}
-    return {}
+    return {"route": await _route(call, tool, args, ctx)}
+
+
+async def _route(call: ToolCall, tool: Tool, args: Any, ctx: RunContext) -> list[str]:
+    """The later gates that have work for this call, in their fixed order (the others are skipped)."""
+    hooks = ctx.services.hooks
+    route = ["pre_tool_hooks"] if await hooks.wants("PreToolUse", call.name) else []
+    route += ["admin_approval"] if tool.changes_config else []
+    route += ["human_approval"] if _human_reason(call, tool, args, ctx) else []
+    route.append("execute")
+    route += ["post_tool_hooks"] if await hooks.wants("PostToolUse", call.name) else []
+    return route
 
 
 async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
@@ -97,8 +108,12 @@ async def admin_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
 async def human_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
     """Tools in approval.tools, or calls a tool itself flags (bash off the whitelist), ask a human (G4, G6)."""
     call, tool, args = _call_and_tool(state, ctx)
+    why = _human_reason(call, tool, args, ctx)
+    return _ask("human", call, why, ctx) if why else {}
+
+
+def _human_reason(call: ToolCall, tool: Tool, args: Any, ctx: RunContext) -> str | None:
     settings = ctx.services.settings.approval
     if not settings.enable:
-        return {}
-    why = f'"{call.name}" is in approval.tools.' if call.name in settings.tools else tool.approval_reason(args, ctx)
-    return _ask("human", call, why, ctx) if why else {}
+        return None
+    return f'"{call.name}" is in approval.tools.' if call.name in settings.tools else tool.approval_reason(args, ctx)

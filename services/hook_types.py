@@ -23,9 +23,16 @@ class HookRunner(Protocol):
         """Run the hooks of `event`. `payload` carries session_id, agent_kind, tool_name, ..."""
         ...
 
+    async def wants(self, event: str, tool_name: str | None = None) -> bool:
+        """Whether any hook would run for `event` (and tool); lets the gate graph skip empty gates."""
+        ...
+
 
 class NoHooks:
     """A runner with no hooks at all."""
 
     async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
         return HookOutcome()
+
+    async def wants(self, event: str, tool_name: str | None = None) -> bool:
+        return False

@@ -77,6 +77,10 @@ class HookManager:
                 contexts.extend(outcome.context)
         return HookOutcome(context=tuple(contexts))
 
+    async def wants(self, event: str, tool_name: str | None = None) -> bool:
+        """Handlers see every event; shell hooks only when one matches."""
+        return bool(self._handlers) or bool(self.matching(await self.table(), event, tool_name))
+
     @staticmethod
     def matching(table: HookTable, event: str, tool_name: str | None) -> list[ShellHook]:
         """The shell hooks of `event` whose matcher accepts `tool_name`, in file order."""
