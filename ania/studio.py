@@ -16,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from ania.bridges import ChatBridge
 from ania.engine import Engine
 from graphs.agent import build_agent_graph
+from graphs.gate import build_gate_graph
 from tools.context import RunContext
 
 log = logging.getLogger("ania.studio")
@@ -58,3 +59,5 @@ async def _studio_context(config: RunnableConfig) -> RunContext:
 
 
 agent = build_agent_graph(_lazy.context_tokens, context_factory=_studio_context, name="agent")
+#: One tool call through the gates on its own; input: {"call": {"id": "c1", "name": "time", "args": {}}}.
+gate = build_gate_graph(_studio_context)

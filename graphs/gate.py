@@ -55,9 +55,10 @@ def build_gate_graph(context_factory: ContextFactory | None = None, checkpointer
     g.add_node("post_tool_hooks", bind_context(post_tool_hooks, context_factory))
     g.add_node("emit", bind_context(emit, context_factory))
     g.add_edge(START, GATES[0][0])
-    for name, _ in GATES:
+    for name, _ in GATES[:-1]:  # before execute: the next gate with work, execute, or emit
         later = LATER[LATER.index(name) + 1:] if name in LATER else LATER
-        g.add_conditional_edges(name, _after(name), [*later, "emit", END])
+        g.add_conditional_edges(name, _after(name), [*later[: later.index("execute") + 1], "emit"])
+    g.add_conditional_edges("execute", _after("execute"), ["post_tool_hooks", END])
     g.add_edge("post_tool_hooks", END)
     g.add_edge("emit", END)
     return g.compile(name="gate", checkpointer=checkpointer)

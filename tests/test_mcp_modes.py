@@ -148,3 +148,23 @@ async def test_loads_in_a_throwaway_executor_stay_there(tmp_path, web, mode):
         assert e.store.kv_get("mcp_loaded:g:1") is None
     finally:
         await e.close()
+
+
+async def test_plan_mode_asks_the_proxy_target_whether_it_writes(tmp_path, web):
+    from nodes.gates import plan_mode
+    from services.plan_mode import PlanMode
+
+    e = await make_env(tmp_path, {"web": web[0].spec()}, lazy_mode="proxy")
+    try:
+        await e.call("mcp_load", {"names": ["mcp__web__echo", "mcp__web__add"]})
+        PlanMode(e.store).set("g:1", True)
+
+        async def gate(name: str) -> dict:
+            call = ToolCall("c1", "mcp_call", {"name": name, "arguments": {}})
+            return await plan_mode({"call": call.to_dict()}, e.ctx("g:1"))
+
+        assert "blocked" not in await gate("mcp__web__echo")  # read-only (readOnlyHint): plans may read
+        assert (await gate("mcp__web__add"))["blocked"].startswith('Blocked: plan mode is on, and "mcp_call"')
+        assert "blocked" in await gate("mcp__web__not_loaded")  # unknown target: assume it writes
+    finally:
+        await e.close()

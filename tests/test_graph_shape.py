@@ -1,0 +1,25 @@
+"""Snapshots of what drifts silently: the graph diagrams. Regenerate with UPDATE_SNAPSHOTS=1."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from graphs.agent import build_agent_graph
+from graphs.gate import build_gate_graph
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+@pytest.mark.parametrize("name, graph", [
+    ("agent", lambda: build_agent_graph(lambda: 1000)),
+    ("gate", lambda: build_gate_graph()),
+])
+def test_graph_diagram_is_unchanged(name, graph):
+    drawn = graph().get_graph().draw_mermaid()
+    path = SNAPSHOTS / f"{name}.mmd"
+    if os.environ.get("UPDATE_SNAPSHOTS") or not path.exists():
+        path.write_text(drawn)
+    assert drawn == path.read_text(), f"{name} graph changed; review and rerun with UPDATE_SNAPSHOTS=1"
