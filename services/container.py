@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from services.config import Paths, Settings
 from services.hook_types import HookRunner, NoHooks
@@ -13,6 +13,7 @@ from tools.executor import SharedExecutor
 
 if TYPE_CHECKING:
     from services.llm import ModelFactory
+    from services.mcp import MCPManager
 
 
 @dataclass(frozen=True)
@@ -24,5 +25,5 @@ class Services:
     sessions: SessionRegistry
     llm: "ModelFactory"
     hooks: HookRunner = field(default_factory=NoHooks)
-    #: The MCP manager (services/mcp.py); None when no MCP support is wired in.
-    mcp: Any = None
+    #: The MCP manager (services/mcp.py); None in runs built without one (some unit tests).
+    mcp: "MCPManager | None" = None
