@@ -31,8 +31,8 @@ from services.llm import ModelFactory
 from services.mcp import MCPManager
 from services.sessions import SessionRegistry
 from services.store import AppStore
-from tools.context import CallbackBridge, RunContext
 from tools.bash import bash_tools
+from tools.context import CallbackBridge, RunContext
 from tools.executor import SharedExecutor
 from tools.time_tool import TimeTool
 from tools.todo import TodoWriteTool

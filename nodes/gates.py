@@ -13,8 +13,8 @@ from langgraph.types import interrupt
 
 from graphs.state import GateState
 from nodes.prepare import hook_payload
-from services.plan_mode import PlanMode
 from nodes.tool_calls import tool_message
+from services.plan_mode import PlanMode
 from tools.base import Tool, ToolError
 from tools.context import RunContext
 from tools.executor import ToolCall
