@@ -170,3 +170,18 @@ async def test_message_budget_stops_a_slow_tool_and_the_session_stays_consistent
     results = [m["content"] for m in msgs if m["role"] == "tool"]
     assert results[0] == "Not run: the message's time budget ran out."
     assert results[1].endswith("(Monday, UTC+0000)") or "UTC" in results[1]  # the finished sibling kept its result
+
+
+async def test_corrupt_extension_files_do_not_stop_the_bot(scripted_llm, make_chat, tmp_path, caplog):
+    from services.hooks import HookManager
+
+    cfg = tmp_path / "config"
+    cfg.mkdir()
+    (cfg / "mcp.json").write_text('{"mcpServers": {')
+    (cfg / "hooks.json").write_text("{not json")
+    chat = await make_chat(make_settings(scripted_llm), hooks=HookManager(cfg))
+    scripted_llm.script([Calls([("time", {})]), Reply("still here")])
+    assert await chat.say("f:u1", "u1", "hello") == ["still here"]
+    warnings = " ".join(r.getMessage() for r in caplog.records)
+    assert "mcp.json is not valid JSON" in warnings and "hooks.json" in warnings
+    assert (cfg / "mcp.json").read_text() == '{"mcpServers": {'  # nothing was overwritten
