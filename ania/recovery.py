@@ -38,6 +38,8 @@ def _finished_results(snapshot: Any) -> dict[str, ToolMessage]:
 async def settle(graph: CompiledStateGraph, session_key: str, store: AppStore, reason: str) -> int:
     """Close a dangling step of `session_key`; returns how many tool calls were answered as not run."""
     config = thread_config(session_key)
+    if graph.checkpointer is not None and await graph.checkpointer.aget_tuple(config) is None:
+        return 0  # a new session: nothing stored, nothing to settle
     snapshot = await graph.aget_state(config)
     if not snapshot.next:
         return 0
