@@ -40,6 +40,7 @@ from tools.todo import TodoWriteTool
 log = logging.getLogger(__name__)
 
 TURN_TIMEOUT = "Sorry, this took longer than {sec:g} s (bot.msg_event_timeout_sec) and was stopped."
+TURN_FAILED = "Sorry, something went wrong on my side ({detail}); the error is in the log. Please try again."
 #: Sends a text to a session's chat (the platform adapter provides it); False if it could not.
 Outbox = Callable[[str, str], Awaitable[bool]]
 
@@ -130,6 +131,10 @@ class Engine:
         except asyncio.CancelledError:
             await asyncio.shield(settle(self.graph, session_key, store, "stopped with /stop"))
             raise
+        except Exception as e:  # noqa: BLE001 - a bug in a step must still end the turn with a reply
+            log.exception("turn of %s failed", session_key)
+            await settle(self.graph, session_key, store, f"the turn failed ({type(e).__name__})")
+            result = TurnResult(TURN_FAILED.format(detail=type(e).__name__), "error")
         self._clean.add(session_key)
         if result.reply:
             await bridge.send_text(result.reply)

@@ -185,3 +185,28 @@ async def test_corrupt_extension_files_do_not_stop_the_bot(scripted_llm, make_ch
     warnings = " ".join(r.getMessage() for r in caplog.records)
     assert "mcp.json is not valid JSON" in warnings and "hooks.json" in warnings
     assert (cfg / "mcp.json").read_text() == '{"mcpServers": {'  # nothing was overwritten
+
+
+class BrokenStopHooks:
+    """A hook runner with a bug in one event: the turn must still end with a reply."""
+
+    async def run(self, event, payload):
+        from services.hook_types import HookOutcome
+
+        if event == "Stop":
+            raise RuntimeError("hook runner bug")
+        return HookOutcome()
+
+    async def wants(self, event, tool_name=None):
+        return False
+
+
+async def test_an_unexpected_error_in_a_step_still_replies(scripted_llm, make_chat):
+    chat = await make_chat(make_settings(scripted_llm), hooks=BrokenStopHooks())
+    scripted_llm.script([Calls([("time", {})]), Reply("never delivered")])
+    out = await chat.say("f:u1", "u1", "hello")
+    assert out == ["Sorry, something went wrong on my side (RuntimeError); the error is in the log. Please try again."]
+    scripted_llm.script([Reply("second")])
+    await chat.say("f:u1", "u1", "again")
+    roles = [m["role"] for m in scripted_llm.requests[-1].messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user"]  # history stayed consistent
