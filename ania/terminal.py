@@ -41,6 +41,10 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
     bridge = ChatBridge(send, engine.services.paths.data_dir / "outbox" / session_key)
     entry = MessageEntry(engine, lambda _key: bridge)
     reader = await _stdin_lines()
+    if tty:
+        out.write(f"Ania chat, session {session_key} (you are {user_id}, an admin). "
+                  "Type a message; /stop stops a turn, /plan on|off, Ctrl-D quits.\n")
+        out.flush()
     while True:
         raw = await reader.readline()
         if not raw:
