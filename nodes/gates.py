@@ -57,6 +57,15 @@ async def _route(call: ToolCall, tool: Tool, args: Any, ctx: RunContext) -> list
     return route
 
 
+def may_pause(call_dict: dict[str, Any], ctx: RunContext) -> bool:
+    """Whether this call may wait for an approval (and so needs a checkpointer to resume)."""
+    try:
+        call, tool, args = _call_and_tool({"call": call_dict}, ctx)
+    except ToolError:
+        return False
+    return tool.changes_config or bool(_human_reason(call, tool, args, ctx))
+
+
 async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     call = ToolCall.from_dict(state["call"])
     out = await ctx.services.hooks.run("PreToolUse", hook_payload(ctx, tool_name=call.name, tool_input=call.args))

@@ -221,3 +221,25 @@ async def test_two_approvals_are_asked_one_after_the_other(scripted_llm, make_ch
     results = tool_results(scripted_llm)
     assert "UTC" in results[0] and results[1] == "wrote fast" and results[2].startswith("Not run: user u1 denied")
     assert len(note.ran) == 1  # resuming did not re-run the finished sibling
+
+
+async def test_only_calls_that_may_pause_store_gate_checkpoints(scripted_llm, make_chat, tmp_path):
+    import sqlite3
+
+    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"]}))
+    scripted_llm.script([Calls([("todo_write", {"todos": []})]), Reply("plain")])
+    await chat.say("f:u1", "u1", "clear my list")
+    db = chat.engine.services.paths.data_dir / "checkpoints.db"
+
+    def branch_rows() -> int:
+        with sqlite3.connect(db) as conn:
+            return conn.execute("select count(*) from checkpoints where checkpoint_ns != ''").fetchone()[0]
+
+    assert branch_rows() == 0  # a call that cannot pause runs its gates without a checkpointer
+    scripted_llm.script([Calls([("time", {})]), Reply("asked")])
+    task = await chat.entry.submit("f:u1", "u1", "time?")
+    await wait_for(lambda: chat.engine.approvals.is_waiting("f:u1"))
+    assert branch_rows() >= 1  # the approval pause is stored, so it can resume
+    await chat.say("f:u1", "u1", "allow")
+    await task
+    assert "UTC" in tool_results(scripted_llm)[0]
