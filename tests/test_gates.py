@@ -242,4 +242,4 @@ async def test_only_calls_that_may_pause_store_gate_checkpoints(scripted_llm, ma
     assert branch_rows() >= 1  # the approval pause is stored, so it can resume
     await chat.say("f:u1", "u1", "allow")
     await task
-    assert "UTC" in tool_results(scripted_llm)[0]
+    assert "UTC" in tool_results(scripted_llm)[-1]
