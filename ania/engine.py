@@ -27,6 +27,7 @@ from services.approvals import Approvals
 from services.config import Paths, Settings, load_settings
 from services.container import Services
 from services.hook_types import HookRunner
+from services.hooks import HookManager
 from services.llm import ModelFactory
 from services.mcp import MCPManager
 from services.sessions import SessionRegistry
@@ -92,10 +93,7 @@ class Engine:
             stack.callback(store.close)
             shared = SharedExecutor(builtin_tools(settings, paths))
             sessions = SessionRegistry(shared)
-            if hooks is None:
-                from services.hooks import HookManager
-
-                hooks = HookManager(paths.config_dir, hook_handlers)
+            hooks = hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers)
             mcp = await start_mcp(paths, settings, store, shared, sessions, stack)
             services = Services(settings=settings, paths=paths, store=store, shared_tools=shared,
                                 sessions=sessions, llm=ModelFactory(settings), hooks=hooks, mcp=mcp)
