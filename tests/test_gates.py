@@ -243,3 +243,22 @@ async def test_only_calls_that_may_pause_store_gate_checkpoints(scripted_llm, ma
     await chat.say("f:u1", "u1", "allow")
     await task
     assert "UTC" in tool_results(scripted_llm)[-1]
+
+
+async def test_admin_prompt_falls_back_to_the_session_when_the_private_chat_fails(scripted_llm, make_chat):
+    chat = await make_chat(make_settings(scripted_llm, bot={"admins": ["admin", "admin2"]}))
+    chat.engine.services.shared_tools.add([FakeConfigSet()])
+    delivered = chat.engine.outbox
+
+    async def no_private_chats(session_key: str, text: str) -> bool:
+        return False if session_key.startswith("f:admin") else await delivered(session_key, text)
+
+    chat.engine.outbox = no_private_chats
+    scripted_llm.script([Calls([("config_set", {"key": "k", "value": "v"})]), Reply("done")])
+    task = await chat.entry.submit("g:ops", "u5", "change k")
+    await wait_for(lambda: chat.engine.approvals.is_waiting("g:ops"))
+    assert not chat.engine.approvals.is_waiting("f:admin2")
+    assert chat.out["g:ops"][0].startswith('Tool "config_set" wants to run')
+    assert await chat.say("g:ops", "admin2", "allow") == ['Allowed: "config_set".']
+    await task
+    assert tool_results(scripted_llm) == ["set k=v"]
