@@ -11,12 +11,11 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import signal
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from services.hook_types import HookOutcome
+from services.processes import kill_group
 
 log = logging.getLogger(__name__)
 
@@ -70,14 +69,14 @@ async def execute(
     try:
         out, err = await asyncio.wait_for(_communicate(proc, stdin), timeout)
     except TimeoutError:
-        _kill_group(proc)
+        kill_group(proc.pid)
         # Bounded: on 3.11 wait() also waits for the pipes, which a daemon that left the group may hold.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), KILL_GRACE_SEC)
         return ShellResult(returncode=None, timed_out=True)
     finally:
         if proc.returncode is None:  # cancelled (e.g. /stop): leave nothing running behind us
-            _kill_group(proc)
+            kill_group(proc.pid)
     return ShellResult(
         returncode=proc.returncode,
         stdout=out.decode("utf-8", errors="replace"),
@@ -169,8 +168,3 @@ async def _read_capped(stream: asyncio.StreamReader) -> bytes:
     return bytes(buf)
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # pgid == pid thanks to start_new_session
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -34,13 +34,13 @@ import codecs
 import contextlib
 import os
 import re
-import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
 from services.config import BashSettings, ConfigError, Settings
+from services.processes import kill_group
 from tools.base import Tool, ToolError
 from tools.bash_parse import analyse, split_commands  # noqa: F401 - re-exported
 
@@ -154,9 +154,6 @@ class _Output:
         return body
 
 
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 async def run_command(command: str, cwd: Path, timeout: float) -> str:
@@ -188,7 +185,7 @@ async def run_command(command: str, cwd: Path, timeout: float) -> str:
         except TimeoutError:
             timed_out = True
         finally:
-            _kill_group(proc.pid)  # background jobs go too, on every path
+            kill_group(proc.pid)  # background jobs go too, on every path
         with contextlib.suppress(TimeoutError):  # EOF follows once the group is gone
             await asyncio.wait_for(reader, 2.0)
         with contextlib.suppress(TimeoutError):
