@@ -35,9 +35,8 @@ async def open_checkpointer(data_dir: Path, url: str | None = None) -> AsyncIter
 
 
 async def tune_sqlite(saver: BaseCheckpointSaver) -> None:
-    """WAL with synchronous=NORMAL: a commit no longer waits for fsync. Every stored step survives a
-    crash of the bot; only an OS crash or power cut can lose the last moments."""
-    await saver.conn.execute("PRAGMA journal_mode=WAL")  # type: ignore[attr-defined]
+    """synchronous=NORMAL on the WAL database `setup()` made: a commit no longer waits for fsync. Every
+    stored step survives a crash of the bot; only an OS crash or power cut can lose the last moments."""
     await saver.conn.execute("PRAGMA synchronous=NORMAL")  # type: ignore[attr-defined]
 
 

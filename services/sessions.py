@@ -42,5 +42,6 @@ class SessionRegistry:
         """A throwaway executor (subagents, clock runs): shared tools only, nothing persisted."""
         return SessionExecutor(self.shared)
 
-    def known(self) -> dict[str, SessionExecutor]:
-        return dict(self._executors)
+    def owns(self, session_key: str, executor: SessionExecutor) -> bool:
+        """Whether `executor` is the session's own (persisted loads) rather than a throwaway one."""
+        return self._executors.get(session_key) is executor

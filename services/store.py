@@ -72,14 +72,6 @@ class AppStore:
         with self._lock:
             self.db.execute("DELETE FROM kv WHERE key = ?", [key])
 
-    def kv_prefix(self, prefix: str) -> dict[str, Any]:
-        with self._lock:
-            rows = self.db.execute(
-                "SELECT key, value FROM kv WHERE key >= ? AND key < ? AND (expires_at IS NULL OR expires_at >= ?) ORDER BY key",
-                [prefix, prefix + "\uffff", time.time()],
-            ).fetchall()
-        return {k: json.loads(v) for k, v in rows}
-
     # --- operation log ----------------------------------------------------------------------
     def log_op(self, kind: str, session: str, actor: str, detail: dict[str, Any]) -> None:
         with self._lock:

@@ -7,14 +7,12 @@ the session's tool executor and the services through it; there are no module glo
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from services.container import Services
     from tools.executor import SessionExecutor
-
-AGENT_KINDS = ("main", "subagent", "clock", "team_member")
 
 
 class CallbackBridge(Protocol):
@@ -37,7 +35,7 @@ class RunContext:
     bridge: CallbackBridge
     executor: "SessionExecutor"
     services: "Services"
-    agent_kind: str = "main"
+    agent_kind: str = "main"  # main | subagent | clock | team_member
     deadline: float | None = None  # time.monotonic() value; None = no budget
 
     def remaining(self) -> float | None:
@@ -45,6 +43,3 @@ class RunContext:
 
     def is_admin(self, user_id: str | None = None) -> bool:
         return self.services.settings.is_admin(self.requester if user_id is None else user_id)
-
-    def with_deadline(self, deadline: float | None) -> "RunContext":
-        return replace(self, deadline=deadline)

@@ -121,7 +121,7 @@ class SessionExecutor:
         except asyncio.CancelledError:
             raise
         except ToolError as e:
-            return ToolOutcome(TOOL_ERROR.format(detail=e) if not str(e).startswith("Error") else str(e), "error")
+            return ToolOutcome(TOOL_ERROR.format(detail=e), "error")
         except Exception as e:  # noqa: BLE001 - any tool bug becomes the model's tool result
             log.warning("tool %s raised", tool.name, exc_info=True)
             return ToolOutcome(TOOL_FAILED.format(name=tool.name, detail=f"{type(e).__name__}: {e}"), "error")

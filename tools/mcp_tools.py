@@ -40,8 +40,7 @@ CALL_DESCRIPTION = (
 
 def own_executor(ctx: RunContext) -> bool:
     """Whether the run uses its session's own executor (loads persist) or a throwaway one (subagent, clock)."""
-    sessions = getattr(ctx.services, "sessions", None)
-    return sessions is not None and sessions.known().get(ctx.session_key) is ctx.executor
+    return ctx.services.sessions.owns(ctx.session_key, ctx.executor)
 
 
 def manager(ctx: RunContext) -> "MCPManager":
