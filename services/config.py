@@ -11,7 +11,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import (
@@ -72,12 +72,19 @@ class BashSettings(BaseModel):
     whitelist: list[str] = Field(default_factory=list, description="Regexes that run a command at once")
     timeout_sec: float = Field(30.0, gt=0, le=600, description="Timeout of one command")
     workdir: str = Field("", description="Working directory (default: <data dir>/workspace)")
+    sandbox: Literal["auto", "bwrap", "off"] = Field(
+        "auto", description="Run commands under bubblewrap: auto (when bwrap is installed), bwrap (required), off"
+    )
+    network: bool = Field(False, description="Let sandboxed commands use the network")
 
 
 class ApprovalSettings(BaseModel):
     enable: bool = Field(True, description="Ask a human before tools in approval.tools run")
     tools: list[str] = Field(default_factory=list, description="Tool names that need approval")
     timeout_sec: float = Field(120.0, description="Approval wait, clamped to 10-240 s; timeout denies")
+    self_approve_in_groups: bool = Field(
+        False, description="In a group, a non-admin may approve their own call (else only admins can)"
+    )
 
     @property
     def effective_timeout(self) -> float:

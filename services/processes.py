@@ -1,10 +1,42 @@
-"""Child processes that must leave nothing behind (hook commands, bash)."""
+"""Child processes (hook commands, bash, stdio MCP servers): what environment they get, and how they end.
+
+No child ever sees the bot's secrets: `scrubbed_env` is the process environment without `ANIA_*`
+settings and without variables whose names look like credentials; `minimal_env` is a small clean
+environment for commands the model writes (bash).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
+from typing import Mapping
+
+#: Names that look like credentials (API_KEY, GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, DB_PASSWORD ...).
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|PRIVATE", re.IGNORECASE)
+#: What a model-written command may see of the bot's environment.
+MINIMAL_KEYS = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ")
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def is_secret_name(name: str) -> bool:
+    return name.upper().startswith("ANIA_") or bool(SECRET_NAME.search(name))
+
+
+def scrubbed_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
+    """`base` (default: this process's environment) without settings and credential-like variables."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if not is_secret_name(k)}
+    env.update(extra)
+    return env
+
+
+def minimal_env(home: str, **extra: str) -> dict[str, str]:
+    """A clean environment for commands the model writes: PATH, locale, timezone, HOME and `extra`."""
+    env = {k: os.environ[k] for k in MINIMAL_KEYS if k in os.environ}
+    env.setdefault("PATH", DEFAULT_PATH)
+    env.update(HOME=home, TERM="dumb", **extra)
+    return env
 
 
 def kill_group(pid: int) -> None:
