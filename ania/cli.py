@@ -9,6 +9,9 @@ import sys
 from typing import Sequence
 
 from services.config import ConfigError, Paths, load_settings
+from services.processes import protect_process
+
+LOCAL_USER = "local"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -17,7 +20,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     chat = sub.add_parser("chat", help="chat from the terminal")
     chat.add_argument("--session", default="f:local", help="session key, f:<user> or g:<group> (default f:local)")
-    chat.add_argument("--user", default="local", help="the local user's id (an admin)")
+    chat.add_argument("--user", default=None,
+                      help="act as this user id with that user's real rights (an admin only when listed in "
+                           "bot.admins); default: the local user 'local', who is always an admin")
     sessions = sub.add_parser("sessions", help="stored sessions")
     ssub = sessions.add_subparsers(dest="action", required=True)
     ssub.add_parser("list", help="list stored sessions")
@@ -51,8 +56,11 @@ async def _run(args: argparse.Namespace) -> int:
     settings = load_settings(paths.config_dir)
     if args.cmd == "chat":
         require_llm(settings)
-        if args.user not in settings.bot.admins:
-            settings.bot.admins = [*settings.bot.admins, args.user]
+        protect_process()
+        if args.user is None:  # the person at the terminal runs the bot: an admin
+            args.user = LOCAL_USER
+            settings = settings.model_copy(update={"bot": settings.bot.model_copy(
+                update={"admins": sorted({*settings.bot.admins, LOCAL_USER})})})
     engine = await Engine.start(paths.config_dir, paths.data_dir, settings=settings)
     try:
         if args.cmd == "chat":

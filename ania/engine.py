@@ -95,8 +95,10 @@ class Engine:
             sessions = SessionRegistry(shared)
             hooks = hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers)
             mcp = await start_mcp(paths, settings, store, shared, sessions, stack)
+            llm = ModelFactory(settings)
+            stack.push_async_callback(llm.aclose)
             services = Services(settings=settings, paths=paths, store=store, shared_tools=shared,
-                                sessions=sessions, llm=ModelFactory(settings), hooks=hooks, mcp=mcp)
+                                sessions=sessions, llm=llm, hooks=hooks, mcp=mcp)
             saver = await stack.enter_async_context(open_checkpointer(paths.data_dir))
             graph = build_agent_graph(lambda: settings.agent.context_tokens, checkpointer=saver)
         except BaseException:
@@ -134,6 +136,7 @@ class Engine:
             await settle(self.graph, session_key, store, f"the turn failed ({type(e).__name__})")
             result = TurnResult(TURN_FAILED.format(detail=type(e).__name__), "error")
         self._clean.add(session_key)
+        store.forget_started_calls(session_key)
         if result.reply:
             await bridge.send_text(result.reply)
         return result

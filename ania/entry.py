@@ -5,6 +5,9 @@
 2. Slash commands (`/stop`, `/plan on|off`).
 3. Otherwise the message joins its session's queue: one turn at a time per session, sessions in
    parallel.
+
+`/stop` from an admin stops every running or queued turn of the session; from anyone else only the
+turns that person started (a group member cannot cut off somebody else's request).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import logging
 from typing import Callable
 
 from ania.engine import Engine, TurnResult
+from services.locks import KeyedLocks
 from services.plan_mode import PlanMode
 from tools.context import CallbackBridge
 
@@ -26,8 +30,9 @@ class MessageEntry:
     def __init__(self, engine: Engine, bridge_for: BridgeFor) -> None:
         self.engine = engine
         self.bridge_for = bridge_for
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._tasks: dict[str, set[asyncio.Task]] = {}
+        self._locks = KeyedLocks()
+        #: Running or queued turns: session key → {task: requester}. Emptied as turns end.
+        self._tasks: dict[str, dict[asyncio.Task, str]] = {}
 
     async def submit(self, session_key: str, user_id: str, text: str) -> asyncio.Task | None:
         """Handle one message. Returns the turn's task when one was queued (None when consumed)."""
@@ -43,21 +48,30 @@ class MessageEntry:
                 await bridge.send_text(reply)
                 return None
         task = asyncio.create_task(self._serial(session_key, user_id, text, bridge))
-        self._tasks.setdefault(session_key, set()).add(task)
-        task.add_done_callback(lambda t: self._tasks.get(session_key, set()).discard(t))
+        self._tasks.setdefault(session_key, {})[task] = user_id
+        task.add_done_callback(lambda t: self._forget(session_key, t))
         return task
 
+    def _forget(self, session_key: str, task: asyncio.Task) -> None:
+        tasks = self._tasks.get(session_key, {})
+        tasks.pop(task, None)
+        if not tasks:
+            self._tasks.pop(session_key, None)
+
     async def _serial(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge) -> TurnResult:
-        lock = self._locks.setdefault(session_key, asyncio.Lock())
-        async with lock:
+        async with self._locks.hold(session_key):
             return await self.engine.run_turn(session_key, user_id, text, bridge)
 
     async def command(self, session_key: str, user_id: str, command: str) -> str | None:
         """Built-in commands; None means "not a command of ours" (the text goes to the model)."""
         name, _, arg = command.partition(" ")
         if name == "/stop":
-            stopped = await self.stop(session_key)
-            return f"Stopped {stopped} running or queued message(s)." if stopped else "Nothing to stop."
+            stopped, others = await self.stop(session_key, user_id)
+            if stopped:
+                return f"Stopped {stopped} running or queued message(s)."
+            if others:
+                return "Only an admin or the person who asked can stop a running message."
+            return "Nothing to stop."
         if name == "/plan":
             if not self.engine.services.settings.is_admin(user_id):
                 return "Only an admin can change plan mode."
@@ -67,12 +81,16 @@ class MessageEntry:
             return f"Plan mode is {'on' if plan.is_on(session_key) else 'off'}."
         return None
 
-    async def stop(self, session_key: str) -> int:
-        tasks = [t for t in self._tasks.get(session_key, set()) if not t.done()]
-        for t in tasks:
+    async def stop(self, session_key: str, user_id: str | None = None) -> tuple[int, int]:
+        """Cancel the session's turns that `user_id` may stop (all of them for an admin or None).
+        Returns (stopped, left running because they belong to someone else)."""
+        live = {t: who for t, who in self._tasks.get(session_key, {}).items() if not t.done()}
+        everyone = user_id is None or self.engine.services.settings.is_admin(user_id)
+        mine = [t for t, who in live.items() if everyone or who == user_id]
+        for t in mine:
             t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        return len(tasks)
+        await asyncio.gather(*mine, return_exceptions=True)
+        return len(mine), len(live) - len(mine)
 
     async def drain(self) -> None:
         """Wait until every queued turn is done."""

@@ -4,7 +4,9 @@ Such a thread ends mid-step: the assistant's tool calls are stored, but some (or
 not, and approvals may be pending. Providers reject a history where a tool call has no result, so
 before the session's next message we write the results that exist (branches that finished keep their
 real result), answer the rest with a clear "not run" text, log pending approvals as denied, and mark
-the step done. Nothing is re-run: a tool that was cut off mid-way is not started again.
+the step done. Nothing is re-run: a tool that was cut off mid-way is not started again. A call whose
+execution had begun (recorded by the execute step) is answered "may or may not have run", never "not
+run": the model must not retry a non-idempotent command believing it never happened.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from services.store import AppStore
 log = logging.getLogger(__name__)
 
 NOT_RUN = 'Not run: {reason}.'
+MAY_HAVE_RUN = ('No result: "{name}" had started, but the turn ended before it finished ({reason}); it may or may '
+                'not have done its work. Check before running it again.')
 
 
 def _finished_results(snapshot: Any) -> dict[str, ToolMessage]:
@@ -57,13 +61,16 @@ async def settle(graph: CompiledStateGraph, session_key: str, store: AppStore, r
     known.update(_finished_results(snapshot))
     patch: list[Any] = []
     not_run = 0
+    started = store.started_calls(session_key)
     for call in calls_of(last_ai) if last_ai is not None else []:
         if call.id in known:
             patch.append(known[call.id])
-        else:
-            not_run += 1
-            patch.append(ToolMessage(content=NOT_RUN.format(reason=reason), tool_call_id=call.id,
-                                     name=call.name, status="error"))
+            continue
+        not_run += 1
+        text = (MAY_HAVE_RUN.format(name=call.name, reason=reason) if call.id in started
+                else NOT_RUN.format(reason=reason))
+        patch.append(ToolMessage(content=text, tool_call_id=call.id, name=call.name, status="error"))
     await graph.aupdate_state(config, {"messages": patch, "status": "stopped"}, as_node="finish")
+    store.forget_started_calls(session_key)
     log.info("settled %s: %d result(s) kept, %d not run (%s)", session_key, len(patch) - not_run, not_run, reason)
     return not_run

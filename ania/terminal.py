@@ -42,7 +42,8 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
     entry = MessageEntry(engine, lambda _key: bridge)
     reader = await _stdin_lines()
     if tty:
-        out.write(f"Ania chat, session {session_key} (you are {user_id}, an admin). "
+        role = "an admin" if engine.services.settings.is_admin(user_id) else "not an admin"
+        out.write(f"Ania chat, session {session_key} (you are {user_id}, {role}). "
                   "Type a message; /stop stops a turn, /plan on|off, Ctrl-D quits.\n")
         out.flush()
     while True:

@@ -45,7 +45,7 @@ def _gate_node(context_factory: ContextFactory | None) -> Callable[..., Any]:
 
     async def tool_call(state: GateInput, runtime: Runtime[Any], config: RunnableConfig) -> dict[str, Any]:
         ctx = await resolve(runtime, config, context_factory)
-        if may_pause(state["call"], ctx):
+        if await may_pause(state["call"], ctx):
             return await pausable.ainvoke(state, config, durability="exit")
         # Without a checkpointer the inherited "sync" durability would wait for a write that never comes.
         inner = {k: v for k, v in config.get("configurable", {}).items() if k != CONFIG_KEY_DURABILITY}

@@ -56,6 +56,8 @@ class GateState(TypedDict, total=False):
     blocked: str
     #: Context texts hooks want the model to read with the result.
     notes: list[str]
+    #: Set when a PreToolUse hook answered "ask": why a human must approve.
+    hook_ask: str
     result: dict[str, Any]
     messages: Annotated[list[AnyMessage], add_messages]
 

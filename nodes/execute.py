@@ -17,6 +17,8 @@ async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:
         tool, args = ctx.executor.resolve(call)
     except ToolError as e:  # the table changed since check_call (e.g. a server was removed)
         return {"result": {"text": str(e), "status": "error"}}
+    # Recorded before it runs: if the turn dies now, recovery says "may have run", never "not run".
+    ctx.services.store.call_started(ctx.session_key, call.id, call.name)
     result = result_dict(await ctx.executor.execute(tool, args, ctx))
     if "post_tool_hooks" in state.get("route", []):
         return {"result": result}

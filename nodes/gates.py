@@ -24,9 +24,23 @@ PLAN_BLOCKED = (
     "the user turns plan mode off with /plan off."
 )
 HOOK_BLOCKED = 'Blocked by a PreToolUse hook: {reason}'
+HOOK_ASKS = "A PreToolUse hook asks for approval: {reason}"
 DENIED = 'Not run: user {by} denied the call to "{name}"{why}.'
 NO_ANSWER = 'Not run: no approval for "{name}" ({why}).'
-APPROVAL_PROMPT = 'Tool "{name}" wants to run with {args}\n{why}\nReply allow (允许/同意/yes) or deny (拒绝/no).'
+APPROVAL_PROMPT = 'Tool "{name}" wants to run with {args}\n{why}'
+
+
+#: Longer arguments are shown head and tail only, with a warning (a long line can hide a command).
+MAX_SHOWN_ARGS = 2000
+LONG_ARGS = "\n[the arguments are {total} characters long; only the start and the end are shown. Deny unless you know the whole call]"
+
+
+def shown_args(args: dict[str, Any]) -> str:
+    text = json.dumps(args, ensure_ascii=False, sort_keys=True)
+    if len(text) <= MAX_SHOWN_ARGS:
+        return text
+    head, tail = text[: MAX_SHOWN_ARGS * 3 // 4], text[-MAX_SHOWN_ARGS // 4:]
+    return f"{head} … {tail}" + LONG_ARGS.format(total=len(text))
 
 
 def _call_and_tool(state: GateState, ctx: RunContext) -> tuple[ToolCall, Tool, Any]:
@@ -57,13 +71,16 @@ async def _route(call: ToolCall, tool: Tool, args: Any, ctx: RunContext) -> list
     return route
 
 
-def may_pause(call_dict: dict[str, Any], ctx: RunContext) -> bool:
-    """Whether this call may wait for an approval (and so needs a checkpointer to resume)."""
+async def may_pause(call_dict: dict[str, Any], ctx: RunContext) -> bool:
+    """Whether this call may wait for an approval (and so needs a checkpointer to resume): a config
+    change, a call that needs a human, or one a PreToolUse hook may answer with "ask"."""
     try:
         call, tool, args = _call_and_tool({"call": call_dict}, ctx)
     except ToolError:
         return False
-    return tool.changes_config or bool(_human_reason(call, tool, args, ctx))
+    if tool.changes_config or _human_reason(call, tool, args, ctx):
+        return True
+    return await ctx.services.hooks.wants("PreToolUse", call.name)
 
 
 async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
@@ -71,7 +88,13 @@ async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     out = await ctx.services.hooks.run("PreToolUse", hook_payload(ctx, tool_name=call.name, tool_input=call.args))
     if out.blocked:
         return {"blocked": HOOK_BLOCKED.format(reason=out.reason or "no reason given")}
-    return {"notes": list(out.context)} if out.context else {}
+    update: dict[str, Any] = {"notes": list(out.context)} if out.context else {}
+    if out.ask:  # Claude Code's permissionDecision "ask": a human decides, whatever approval.enable says
+        route = state.get("route", [])
+        if "human_approval" not in route:
+            route = [*route[: route.index("execute")], "human_approval", *route[route.index("execute"):]]
+        update.update(route=route, hook_ask=HOOK_ASKS.format(reason=out.reason))
+    return update
 
 
 async def post_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
@@ -85,7 +108,7 @@ async def post_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
 
 def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext) -> dict[str, Any]:
     """Pause this branch until someone decides; returns the gate's update."""
-    args = json.dumps(call.args, ensure_ascii=False, sort_keys=True)
+    args = shown_args(call.args)
     request = {
         "type": "tool_approval", "kind": kind, "tool": call.name, "args": call.args, "call_id": call.id,
         "reason": why, "session": ctx.session_key, "requester": ctx.requester,
@@ -117,7 +140,7 @@ async def admin_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
 async def human_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
     """Tools in approval.tools, or calls a tool itself flags (bash off the whitelist), ask a human (G4, G6)."""
     call, tool, args = _call_and_tool(state, ctx)
-    why = _human_reason(call, tool, args, ctx)
+    why = state.get("hook_ask") or _human_reason(call, tool, args, ctx)
     return _ask("human", call, why, ctx) if why else {}
 
 

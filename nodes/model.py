@@ -22,6 +22,7 @@ MAX_ROUNDS = (
 )
 MODEL_FAILED = "Sorry, the model endpoint failed ({detail}). Please try again in a moment."
 NOT_CONFIGURED = "The bot is not configured: {detail}"
+EMPTY_REPLY = "Sorry, the model gave an empty answer. Please ask again, perhaps in other words."
 
 
 async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
@@ -43,7 +44,12 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         return {"messages": [AIMessage(MODEL_FAILED.format(detail=_describe(e)))], "status": "error"}
     # Provider ids are not unique across restarts (and a fake server repeats them); ours must be,
     # since add_messages replaces a message with the same id.
-    reply = reply.model_copy(update={"id": f"ai-{uuid.uuid4().hex}"})
+    update_fields: dict[str, Any] = {"id": f"ai-{uuid.uuid4().hex}"}
+    if not (reply.tool_calls or reply.invalid_tool_calls or text_of(reply).strip()):
+        # Silence is never an answer: the user gets a short fallback, and the log says why.
+        log.warning("model returned an empty answer for %s; sent a fallback reply", ctx.session_key)
+        update_fields["content"] = EMPTY_REPLY
+    reply = reply.model_copy(update=update_fields)
     usage = _usage(reply)
     update: dict[str, Any] = {"messages": [reply], "turn_usage": usage, "total_usage": usage}
     if reply.tool_calls or reply.invalid_tool_calls:

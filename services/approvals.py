@@ -4,46 +4,66 @@ The gate graph pauses a call with an interrupt; the runtime hands each interrupt
 prompts in the chat and waits for a reply or the timeout. Replies are taken at message entry
 (`take_reply`) before anything else. A session's approvals are asked one at a time; the wait holds
 no lock that other tools need to send text (G5): sibling branches have already run by then.
+
+Every request gets a short id, shown in its prompt (`allow 3f2a` / `deny 3f2a`): one admin's private
+chat can hold prompts from several sessions at once, and an answer must never decide a request other
+than the one it was meant for. A bare `allow` is taken only when exactly one request is pending for
+that person in that chat; otherwise the answer lists the pending ids.
+
+Who may answer (the README's rights table):
+- configuration changes: an admin other than the requester;
+- other calls: an admin, or the requester in a private chat (in a group only when
+  `approval.self_approve_in_groups` is on); runs with no requester (subagents, clock) only admins.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass, field
+import secrets
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from services.config import Settings
+from services.locks import KeyedLocks
 
 ALLOW_WORDS = ("allow", "yes", "允许", "同意")
 DENY_WORDS = ("deny", "no", "拒绝")
-_WORD = re.compile(r"^\s*([a-z]+|[\u4e00-\u9fff]+)\s*[.!。！]?\s*$", re.IGNORECASE)
+_REPLY = re.compile(r"^\s*([a-z]+|[\u4e00-\u9fff]+)(?:\s+#?([0-9a-f]{4}))?\s*[.!。！]?\s*$", re.IGNORECASE)
 
 NOT_ALLOWED = "You cannot answer this approval: {why}"
 TIMED_OUT = "timed out after {sec:g} s"
+HOW_TO_ANSWER = 'Reply "allow {id}" or "deny {id}" (允许/同意/yes, 拒绝/no).'
+UNKNOWN_ID = "No approval {id} is waiting here. {listing}"
+SEVERAL = "Several approvals are waiting here; answer one by its id. {listing}"
 
 #: Sends a prompt to a session (the runtime's platform); returns False when it could not.
 Notify = Callable[[str, str], Awaitable[bool]]
 
 
-def parse_reply(text: str) -> str | None:
-    """'allow' / 'deny' for an approval word, else None (the message is an ordinary one)."""
-    m = _WORD.match(text)
+def parse_reply(text: str) -> tuple[str, str | None] | None:
+    """('allow' | 'deny', request id or None) for an approval answer, else None (an ordinary message)."""
+    m = _REPLY.match(text)
     if not m:
         return None
     word = m.group(1).lower()
+    rid = m.group(2).lower() if m.group(2) else None
     if word in ALLOW_WORDS:
-        return "allow"
+        return "allow", rid
     if word in DENY_WORDS:
-        return "deny"
+        return "deny", rid
     return None
 
 
 @dataclass
 class Pending:
+    id: str
     request: dict[str, Any]
     future: asyncio.Future
-    places: tuple[str, ...] = field(default_factory=tuple)
+    places: tuple[str, ...]
+
+    def line(self) -> str:
+        return f'{self.id} ("{self.request.get("tool", "?")}" in {self.request.get("session", "?")})'
 
 
 class Approvals:
@@ -52,61 +72,92 @@ class Approvals:
         self._notify = notify
         #: Overrides the clamped `approval.timeout_sec` (tests use a short one).
         self._timeout = timeout_sec
-        self._pending: dict[str, Pending] = {}  # session key (or admin chat) → the open question
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._pending: dict[str, Pending] = {}  # request id → the open question
+        self._locks = KeyedLocks()
 
     def may_answer(self, request: dict[str, Any], user_id: str) -> str | None:
         """None when `user_id` may decide, else why not."""
         admin = self._settings.is_admin(user_id)
+        requester = request.get("requester") or ""
         if request["kind"] == "admin":
-            if user_id == request.get("requester"):
+            if user_id == requester:
                 return "the requester cannot approve their own configuration change."
             return None if admin else "only an admin can approve a configuration change."
-        if admin or (request.get("requester") and user_id == request["requester"]):
+        if admin:
             return None
+        if requester and user_id == requester:
+            if str(request.get("session", "")).startswith("f:") or self._settings.approval.self_approve_in_groups:
+                return None
+            return "in a group only an admin can approve (approval.self_approve_in_groups is off)."
         return "only the person who asked or an admin can decide."
+
+    def _new_id(self) -> str:
+        while True:
+            rid = secrets.token_hex(2)
+            if rid not in self._pending:
+                return rid
 
     async def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         """Prompt and wait; always returns a decision dict (timeout and cancellation deny)."""
         session = request["session"]
-        lock = self._locks.setdefault(session, asyncio.Lock())
-        async with lock:  # one question at a time per session
+        async with self._locks.hold(session):  # one question at a time per session
+            rid = self._new_id()
+            prompt = f"{request['prompt']}\n{HOW_TO_ANSWER.format(id=rid)}"
             places = [session]
             if request["kind"] == "admin":
                 for admin in sorted(self._settings.bot.admins):
-                    if admin != request.get("requester") and await self._notify(f"f:{admin}", request["prompt"]):
+                    if admin != request.get("requester") and await self._notify(f"f:{admin}", prompt):
                         places.append(f"f:{admin}")
                         break
             if len(places) == 1 or request["kind"] != "admin":
-                await self._notify(session, request["prompt"])
+                await self._notify(session, prompt)
             future: asyncio.Future = asyncio.get_running_loop().create_future()
-            pending = Pending(request, future, tuple(places))
-            for p in places:
-                self._pending[p] = pending
+            self._pending[rid] = Pending(rid, request, future, tuple(places))
             timeout = self._timeout or self._settings.approval.effective_timeout
             try:
                 return await asyncio.wait_for(asyncio.shield(future), timeout)
             except asyncio.TimeoutError:
-                await self._notify(session, f'Approval for "{request["tool"]}" timed out; the call was not run.')
+                await self._notify(session, f'Approval {rid} for "{request["tool"]}" timed out; the call was not run.')
                 return {"decision": "deny", "by": "", "reason": TIMED_OUT.format(sec=timeout)}
             finally:
-                for p in places:
-                    if self._pending.get(p) is pending:
-                        del self._pending[p]
+                del self._pending[rid]
+
+    def _here(self, place: str) -> list[Pending]:
+        return [p for p in self._pending.values() if place in p.places and not p.future.done()]
 
     def take_reply(self, place: str, user_id: str, text: str) -> str | None:
         """Called first thing for every message. Returns the answer to send back when the message was
         an approval reply (consumed), or None when it is an ordinary message."""
-        pending = self._pending.get(place)
-        word = parse_reply(text)
-        if pending is None or word is None or pending.future.done():
+        parsed = self._parse_if_waiting(place, text)
+        if parsed is None:
             return None
+        word, rid, here = parsed
+        listing = "Waiting: " + ", ".join(p.line() for p in here) + "."
+        if rid is not None:
+            chosen = [p for p in here if p.id == rid]
+            if not chosen:
+                return UNKNOWN_ID.format(id=rid, listing=listing)
+        else:
+            chosen = [p for p in here if self.may_answer(p.request, user_id) is None]
+            if len(chosen) > 1:
+                return SEVERAL.format(listing=listing)
+            if not chosen:
+                chosen = here[:1]  # tell them why they cannot answer
+        pending = chosen[0]
         why_not = self.may_answer(pending.request, user_id)
         if why_not:
             return NOT_ALLOWED.format(why=why_not)
         pending.future.set_result({"decision": word, "by": user_id})
         verb = "Allowed" if word == "allow" else "Denied"
-        return f'{verb}: "{pending.request["tool"]}".'
+        return f'{verb}: "{pending.request["tool"]}" ({pending.id}).'
+
+    def _parse_if_waiting(self, place: str, text: str) -> tuple[str, str | None, list[Pending]] | None:
+        here = self._here(place)
+        parsed = parse_reply(text) if here else None
+        return None if parsed is None else (*parsed, here)
 
     def is_waiting(self, place: str) -> bool:
-        return place in self._pending
+        return bool(self._here(place))
+
+    def pending_ids(self, place: str) -> list[str]:
+        return [p.id for p in self._here(place)]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+#: Events whose hooks can block (H3); on these, output the runner cannot read fails closed.
+BLOCKING_EVENTS = frozenset({"PreToolUse", "UserPromptSubmit"})
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SubagentStop", "PreCompact")
 
 
@@ -14,6 +16,8 @@ class HookOutcome:
 
     blocked: bool = False
     reason: str = ""
+    #: A PreToolUse hook answered `permissionDecision: "ask"`: a human must approve the call (reason in `reason`).
+    ask: bool = False
     #: Texts hooks want the model to read (stdout of passing shell hooks, handler context).
     context: tuple[str, ...] = field(default_factory=tuple)
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Protocol, Sequence
 from services.hook_types import EVENTS, HookOutcome
 from services.hooks_config import ConfigError, HookTable, ShellHook, parse_hooks
 from services.hooks_shell import build_stdin, execute, interpret
+from services.processes import scrubbed_env
 
 log = logging.getLogger(__name__)
 
@@ -59,23 +60,30 @@ class HookManager:
         if event not in EVENTS:
             raise ValueError(f"unknown hook event {event!r}; expected one of {EVENTS}")
         contexts: list[str] = []
-        for handler in self._handlers:
-            outcome = await self._call_handler(handler, event, payload)
+        asks: list[str] = []  # "ask" answers: the call needs a human unless a later hook blocks it
+
+        def fold(outcome: HookOutcome) -> HookOutcome | None:
             if outcome.blocked:
                 return HookOutcome(blocked=True, reason=outcome.reason, context=tuple(contexts))
+            if outcome.ask:
+                asks.append(outcome.reason)
             contexts.extend(outcome.context)
+            return None
+
+        for handler in self._handlers:
+            if (done := fold(await self._call_handler(handler, event, payload))) is not None:
+                return done
         hooks = self.matching(await self.table(), event, payload.get("tool_name"))
         if hooks:
             cwd = str(self._cwd or Path.cwd())
             stdin = build_stdin(event, payload, cwd)
-            env = {**os.environ, "CLAUDE_PROJECT_DIR": os.environ.get("CLAUDE_PROJECT_DIR", cwd)}
+            # Hooks never see the bot's settings or credentials (services/processes.py).
+            env = scrubbed_env(CLAUDE_PROJECT_DIR=os.environ.get("CLAUDE_PROJECT_DIR", cwd))
             for hook in hooks:
                 result = await execute(hook.command, stdin, hook.timeout, cwd=cwd, env=env)
-                outcome = interpret(event, hook.command, result, hook.timeout)
-                if outcome.blocked:
-                    return HookOutcome(blocked=True, reason=outcome.reason, context=tuple(contexts))
-                contexts.extend(outcome.context)
-        return HookOutcome(context=tuple(contexts))
+                if (done := fold(interpret(event, hook.command, result, hook.timeout))) is not None:
+                    return done
+        return HookOutcome(context=tuple(contexts), ask=bool(asks), reason=asks[0] if asks else "")
 
     async def wants(self, event: str, tool_name: str | None = None) -> bool:
         """Handlers see every event; shell hooks only when one matches."""

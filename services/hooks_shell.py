@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from services.hook_types import HookOutcome
+from services.hook_types import BLOCKING_EVENTS, HookOutcome
 from services.processes import kill_group
 
 log = logging.getLogger(__name__)
@@ -25,6 +25,8 @@ PAYLOAD_KEYS = ("session_id", "agent_kind", "tool_name", "tool_input", "tool_res
 MAX_OUTPUT_BYTES = 1 << 20
 #: Context a single hook may inject (Claude Code caps additionalContext at the same size).
 MAX_CONTEXT_CHARS = 10_000
+#: A block reason becomes a tool result or a chat reply: it stays short.
+MAX_REASON_CHARS = 2_000
 #: How long to wait for a killed hook to be reaped before giving up on it.
 KILL_GRACE_SEC = 0.5
 _READ_CHUNK = 1 << 16
@@ -39,6 +41,8 @@ class ShellResult:
     stderr: str = ""
     timed_out: bool = False
     error: str = ""  # why it could not start
+    #: stdout was longer than MAX_OUTPUT_BYTES and was cut (so a JSON answer cannot be read).
+    truncated: bool = False
 
 
 def build_stdin(event: str, payload: Mapping[str, Any], cwd: str) -> bytes:
@@ -79,13 +83,15 @@ async def execute(
             kill_group(proc.pid)
     return ShellResult(
         returncode=proc.returncode,
-        stdout=out.decode("utf-8", errors="replace"),
-        stderr=err.decode("utf-8", errors="replace"),
+        stdout=out[0].decode("utf-8", errors="replace"),
+        stderr=err[0].decode("utf-8", errors="replace"),
+        truncated=out[1],
     )
 
 
 def interpret(event: str, command: str, result: ShellResult, timeout: float) -> HookOutcome:
-    """Turn a finished hook into an outcome; every failure other than exit 2 is logged and passes."""
+    """Turn a finished hook into an outcome, Claude Code's conventions. A crash, a timeout or another
+    exit code is logged and passes; output that cannot be read on a blocking event blocks (fail closed)."""
     if result.error:
         log.warning("%s hook `%s` could not start: %s", event, command, result.error)
         return HookOutcome()
@@ -94,7 +100,7 @@ def interpret(event: str, command: str, result: ShellResult, timeout: float) -> 
         return HookOutcome()
     if result.returncode == 2:
         reason = result.stderr.strip() or f"Blocked by {event} hook `{command}` (exit code 2, no reason given)."
-        return HookOutcome(blocked=True, reason=reason)
+        return HookOutcome(blocked=True, reason=_cap(reason, MAX_REASON_CHARS))
     if result.returncode != 0:
         lines = result.stderr.strip().splitlines()
         log.warning(
@@ -105,29 +111,57 @@ def interpret(event: str, command: str, result: ShellResult, timeout: float) -> 
     text = result.stdout.strip()
     if not text:
         return HookOutcome()
-    if text.startswith("{"):
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            return _from_json(event, command, obj)
-    return HookOutcome(context=(_cap(text),))
+    if not text.startswith("{"):
+        return HookOutcome(context=(_cap(text, MAX_CONTEXT_CHARS),))
+    obj = None if result.truncated else _json_object(text)
+    if obj is None:
+        why = f"more than {MAX_OUTPUT_BYTES} bytes" if result.truncated else "not valid JSON"
+        return _unreadable(event, command, f"its output starts with '{{' but is {why}")
+    return _from_json(event, command, obj)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _unreadable(event: str, command: str, why: str) -> HookOutcome:
+    """Output the runner cannot understand: logged; on a blocking event the hook's intent is unknown, so block."""
+    if event in BLOCKING_EVENTS:
+        log.warning("%s hook `%s`: %s; blocked to be safe", event, command, why)
+        return HookOutcome(blocked=True, reason=f"{event} hook `{command}` gave an answer that could not be read "
+                                                f"({why}); blocked to be safe.")
+    log.warning("%s hook `%s`: %s; ignored", event, command, why)
+    return HookOutcome()
 
 
 def _from_json(event: str, command: str, obj: dict[str, Any]) -> HookOutcome:
-    """Claude Code's structured output: block via continue/decision/permissionDecision, else context."""
+    """Claude Code's structured output: block via continue/decision/permissionDecision, ask, else context."""
     default = f"Blocked by {event} hook `{command}`."
     specific = obj.get("hookSpecificOutput")
     specific = specific if isinstance(specific, dict) else {}
     if obj.get("continue") is False:
-        return HookOutcome(blocked=True, reason=_str(obj.get("stopReason")) or default)
-    if obj.get("decision") == "block":
-        return HookOutcome(blocked=True, reason=_str(obj.get("reason")) or default)
-    if specific.get("permissionDecision") == "deny":
-        return HookOutcome(blocked=True, reason=_str(specific.get("permissionDecisionReason")) or default)
+        return HookOutcome(blocked=True, reason=_cap(_str(obj.get("stopReason")) or default, MAX_REASON_CHARS))
+    decision = _str(obj.get("decision")).lower()
+    if decision in ("block", "deny"):
+        return HookOutcome(blocked=True, reason=_cap(_str(obj.get("reason")) or default, MAX_REASON_CHARS))
+    if decision not in ("", "approve", "allow"):
+        return _unreadable(event, command, f'unknown "decision" value {obj.get("decision")!r}')
+    permission = _str(specific.get("permissionDecision")).lower()
+    why = _cap(_str(specific.get("permissionDecisionReason")), MAX_REASON_CHARS)
+    if permission == "deny":
+        return HookOutcome(blocked=True, reason=why or default)
+    if permission == "ask":
+        if event == "PreToolUse":
+            return HookOutcome(ask=True, reason=why or f"PreToolUse hook `{command}` asks for a human's approval.")
+        log.warning("%s hook `%s` answered \"ask\", which only PreToolUse supports; ignored", event, command)
+    elif permission not in ("", "allow"):
+        return _unreadable(event, command, f'unknown "permissionDecision" value {specific.get("permissionDecision")!r}')
     texts = (_str(specific.get("additionalContext")), _str(obj.get("systemMessage")))
-    return HookOutcome(context=tuple(_cap(t) for t in texts if t))
+    return HookOutcome(context=tuple(_cap(t, MAX_CONTEXT_CHARS) for t in texts if t))
 
 
 def _str(value: Any) -> str:
@@ -136,13 +170,16 @@ def _str(value: Any) -> str:
     return (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)).strip()
 
 
-def _cap(text: str) -> str:
-    if len(text) <= MAX_CONTEXT_CHARS:
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
         return text
-    return text[:MAX_CONTEXT_CHARS] + "\n[hook output truncated]"
+    return text[:limit] + "\n[hook output truncated]"
 
 
-async def _communicate(proc: asyncio.subprocess.Process, data: bytes) -> tuple[bytes, bytes]:
+Captured = tuple[bytes, bool]  # (the first MAX_OUTPUT_BYTES, whether there was more)
+
+
+async def _communicate(proc: asyncio.subprocess.Process, data: bytes) -> tuple[Captured, Captured]:
     """Feed stdin while draining both pipes, so a chatty hook can never deadlock on a full pipe."""
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     _, out, err = await asyncio.gather(_feed(proc.stdin, data), _read_capped(proc.stdout), _read_capped(proc.stderr))
@@ -160,11 +197,14 @@ async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
         stdin.close()
 
 
-async def _read_capped(stream: asyncio.StreamReader) -> bytes:
+async def _read_capped(stream: asyncio.StreamReader) -> Captured:
     buf = bytearray()
+    more = False
     while chunk := await stream.read(_READ_CHUNK):
-        if len(buf) < MAX_OUTPUT_BYTES:
-            buf += chunk[: MAX_OUTPUT_BYTES - len(buf)]
-    return bytes(buf)
+        room = MAX_OUTPUT_BYTES - len(buf)
+        more = more or len(chunk) > room
+        if room > 0:
+            buf += chunk[:room]
+    return bytes(buf), more
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 from langchain_openai import ChatOpenAI
 
 from services.config import Settings, require_llm
@@ -33,9 +34,18 @@ class LeanChatOpenAI(ChatOpenAI):
 
 
 class ModelFactory:
+    """Builds the chat model on first use. It owns its HTTP client (closed with `aclose`): langchain-openai's
+    default client is cached per process and bound to the event loop that first used it."""
+
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._model: ChatOpenAI | None = None
+        self._http: httpx.AsyncClient | None = None
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
 
     def model(self) -> ChatOpenAI:
         if self._model is None:
@@ -49,5 +59,11 @@ class ModelFactory:
                 max_retries=llm.max_retries,
                 temperature=llm.temperature,
                 stream_usage=True,
+                http_async_client=self._client(),
             )
         return self._model
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=self._settings.llm.timeout_sec)
+        return self._http

@@ -50,10 +50,26 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_LOAD = 32
+#: mcp_discover's answer stays this short however many tools the servers have.
+MAX_LISTING_CHARS = 8000
+MORE_TOOLS = "… {hidden} more lines not shown: narrow the list with server=\"<name>\" or keyword=\"<text>\"."
 REMOVED_TEXT = ('the MCP server "{server}" of tool "{name}" is not configured any more; call mcp_discover to see '
                 'what is available')
 STALE_TEXT = ('the MCP server "{server}" was reconnected after tool "{name}" was loaded, so this handle is no longer '
               'valid. Load it again with mcp_load(names=["{name}"])')
+
+
+def capped_listing(lines: list[str], footer: str) -> str:
+    """The lines that fit in MAX_LISTING_CHARS (with the footer), then how many were left out."""
+    kept: list[str] = []
+    size = len(footer)
+    for i, line in enumerate(lines):
+        if size + len(line) + 1 > MAX_LISTING_CHARS - 120:
+            kept.append(MORE_TOOLS.format(hidden=len(lines) - i))
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join([*kept, footer])
 
 
 @dataclass
@@ -188,8 +204,7 @@ class MCPManager:
             lines += [f"- {d.name}: {one_line(d.description)}" for d in shown]
         how = ("then call them with mcp_call(name, arguments)" if self.proxy
                else "they stay in your tool list for the rest of this conversation")
-        lines.append(f"Load tools with mcp_load(names=[...]); {how}.")
-        return "\n".join(lines)
+        return capped_listing(lines, f"Load tools with mcp_load(names=[...]); {how}.")
 
     async def _retry_failed(self, names: list[str]) -> None:
         """A server that failed to connect gets another try (within its backoff) when it is looked at."""

@@ -33,6 +33,7 @@ from mcp import ClientSession, types
 from mcp.shared.exceptions import McpError
 
 from services.mcp_config import MCPError, ServerSpec
+from services.mcp_convert import offerable
 from services.mcp_transport import connect_error, describe, http_client_factory
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,8 @@ class MCPConnection:
                 self.status, self.error = "failed", str(e)
                 self._retry_at = time.monotonic() + self.retry_backoff_sec
                 raise MCPError(f'MCP server "{self.name}" is unavailable: {e}') from None
-            self.tools = [t for t in self._live.tools if self.spec.filter.keeps(t.name, t.description or "")]
+            self.tools = _offered(self.name, [t for t in self._live.tools
+                                             if self.spec.filter.keeps(t.name, t.description or "")])
             self.status, self.error = "connected", ""
             self.connects += 1
 
@@ -296,6 +298,18 @@ async def _list_all(session: ClientSession) -> list[types.Tool]:
         if not cursor:
             break
     return tools
+
+
+def _offered(server: str, tools: list[types.Tool]) -> list[types.Tool]:
+    """The tools the model may see; the others are logged once per connect with the reason."""
+    kept = []
+    for t in tools:
+        why = offerable(t)
+        if why is None:
+            kept.append(t)
+        else:
+            log.warning("MCP server %s: tool %s is not offered: %s", server, t.name, why)
+    return kept
 
 
 def _consume(task: asyncio.Future[Any]) -> None:

@@ -24,6 +24,11 @@ from tools.schema import SchemaError, normalize
 PREFIX = "mcp__"
 MAX_NAME = 64  # OpenAI function names: ^[a-zA-Z0-9_-]{1,64}$
 MAX_RESULT_RUNES = 8000
+#: A server's text goes into every later request once a tool is loaded: descriptions are capped,
+#: and a tool whose parameters are still too large after that is not offered at all.
+MAX_DESCRIPTION_RUNES = 1024
+MAX_PARAM_DESCRIPTION_RUNES = 300
+MAX_PARAMETERS_BYTES = 16_384
 TRUNCATED = "\n…[truncated: the result had {total} characters; the first {shown} are shown]"
 NO_OUTPUT = "(the tool returned no output)"
 _BAD = re.compile(r"[^A-Za-z0-9_-]")
@@ -71,8 +76,9 @@ class RemoteDef:
         ann = tool.annotations
         return cls(
             server=server, tool=tool.name, name=name or exposed_name(server, tool.name),
-            description=inspect.cleandoc(tool.description or "") or f"MCP tool {tool.name} of server {server}",
-            parameters=convert_schema(tool.inputSchema), input_schema=dict(tool.inputSchema or {}),
+            description=cap(inspect.cleandoc(tool.description or ""), MAX_DESCRIPTION_RUNES)
+            or f"MCP tool {tool.name} of server {server}",
+            parameters=_capped_descriptions(convert_schema(tool.inputSchema)), input_schema=dict(tool.inputSchema or {}),
             read_only=bool(ann and ann.readOnlyHint),
         )
 
@@ -88,6 +94,30 @@ class RemoteDef:
         params = json.loads(params) if isinstance(params, str) else params
         return cls(server=d["server"], tool=d["tool"], name=name, description=d["description"],
                    parameters=params, input_schema=params, read_only=bool(d.get("read_only")))
+
+
+def offerable(tool: types.Tool) -> str | None:
+    """None when the client can call this tool, else why it is left out (logged by the caller)."""
+    execution = getattr(tool, "execution", None)
+    if execution is not None and getattr(execution, "taskSupport", None) == "required":
+        return "it requires MCP task augmentation, which this client does not support"
+    size = len(json.dumps(_capped_descriptions(convert_schema(tool.inputSchema)), ensure_ascii=False))
+    if size > MAX_PARAMETERS_BYTES:
+        return f"its parameter schema is {size} bytes (more than {MAX_PARAMETERS_BYTES})"
+    return None
+
+
+def cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _capped_descriptions(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_capped_descriptions(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    return {k: (cap(v, MAX_PARAM_DESCRIPTION_RUNES) if k == "description" and isinstance(v, str)
+                else _capped_descriptions(v)) for k, v in node.items()}
 
 
 def unique_names(server: str, tools: list[types.Tool]) -> dict[str, types.Tool]:

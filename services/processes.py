@@ -8,6 +8,7 @@ environment for commands the model writes (bash).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import re
 import signal
@@ -18,6 +19,7 @@ SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|PRIVATE
 #: What a model-written command may see of the bot's environment.
 MINIMAL_KEYS = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+PR_SET_DUMPABLE = 4
 
 
 def is_secret_name(name: str) -> bool:
@@ -37,6 +39,14 @@ def minimal_env(home: str, **extra: str) -> dict[str, str]:
     env.setdefault("PATH", DEFAULT_PATH)
     env.update(HOME=home, TERM="dumb", **extra)
     return env
+
+
+def protect_process() -> None:
+    """Make this process non-dumpable: other processes of the same (non-root) user can no longer read
+    its memory or `/proc/<pid>/environ`, where the API key may sit. Children are not affected."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def kill_group(pid: int) -> None:

@@ -29,10 +29,15 @@ def _m002_oplog(db: sqlite_utils.Database) -> None:
     db["op_log"].create_index(["kind", "ts"])
 
 
+def _m003_started_calls(db: sqlite_utils.Database) -> None:
+    db["started_calls"].create({"session": str, "call_id": str, "tool": str, "ts": float}, pk=("session", "call_id"))
+
+
 #: Never reorder or rename: the names are recorded in `_migrations`.
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_kv", _m001_kv),
     ("002_op_log", _m002_oplog),
+    ("003_started_calls", _m003_started_calls),
 ]
 
 
@@ -42,6 +47,7 @@ class AppStore:
         conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA busy_timeout=5000")
+        conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a commit survives a crash of the bot without an fsync
         self.db = sqlite_utils.Database(conn)
         self._lock = threading.Lock()
         self.migrate()
@@ -84,6 +90,21 @@ class AppStore:
         with self._lock:
             where, args = ("kind = ?", [kind]) if kind else (None, None)
             return [dict(r, detail=json.loads(r["detail"])) for r in self.db["op_log"].rows_where(where, args, order_by="id")]
+
+    # --- calls whose execution began (so a crash or /stop never reports them as "not run") -------
+    def call_started(self, session: str, call_id: str, tool: str) -> None:
+        with self._lock:
+            self.db.execute("INSERT OR REPLACE INTO started_calls VALUES (?, ?, ?, ?)",
+                            [session, call_id, tool, time.time()])
+
+    def started_calls(self, session: str) -> set[str]:
+        with self._lock:
+            rows = self.db.execute("SELECT call_id FROM started_calls WHERE session = ?", [session]).fetchall()
+        return {r[0] for r in rows}
+
+    def forget_started_calls(self, session: str) -> None:
+        with self._lock:
+            self.db.execute("DELETE FROM started_calls WHERE session = ?", [session])
 
     def close(self) -> None:
         self.db.conn.close()

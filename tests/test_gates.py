@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 
 from pydantic import BaseModel, Field
@@ -113,7 +114,7 @@ async def test_requester_approves(scripted_llm, make_chat):
     chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"]}))
     scripted_llm.script([Calls([("time", {"timezone": "Asia/Shanghai"})]), Reply("done")])
     answers = await _ask_then(chat, "f:u1", "u1", "time?", [("u1", "allow")])
-    assert answers == [['Allowed: "time".']]
+    assert re.fullmatch(r'Allowed: "time" \([0-9a-f]{4}\)\.', answers[0][0])
     prompt = chat.out["f:u1"][0]
     assert prompt.startswith('Tool "time" wants to run with {"timezone": "Asia/Shanghai"}')
     assert "Asia/Shanghai" in tool_results(scripted_llm)[0] and chat.out["f:u1"][-1] == "done"
@@ -124,9 +125,11 @@ async def test_requester_approves(scripted_llm, make_chat):
 async def test_admin_approves_in_a_group_and_a_stranger_is_refused(scripted_llm, make_chat):
     chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"]}))
     scripted_llm.script([Calls([("time", {})]), Reply("done")])
-    answers = await _ask_then(chat, "g:club", "u1", "time?", [("u2", "allow"), ("admin", "同意")])
+    answers = await _ask_then(chat, "g:club", "u1", "time?", [("u2", "allow"), ("u1", "allow"), ("admin", "同意")])
     assert answers[0] == ["You cannot answer this approval: only the person who asked or an admin can decide."]
-    assert answers[1] == ['Allowed: "time".']
+    assert answers[1] == ["You cannot answer this approval: in a group only an admin can approve "
+                          "(approval.self_approve_in_groups is off)."]
+    assert answers[2][0].startswith('Allowed: "time"')
     assert not tool_results(scripted_llm)[0].startswith("Not run")
 
 
@@ -156,7 +159,7 @@ async def test_config_change_needs_another_admin(scripted_llm, make_chat):
         "You cannot answer this approval: the requester cannot approve their own configuration change."]
     assert await chat.say("g:ops", "u7", "allow") == [
         "You cannot answer this approval: only an admin can approve a configuration change."]
-    assert await chat.say("f:admin2", "admin2", "yes") == ['Allowed: "config_set".']
+    assert (await chat.say("f:admin2", "admin2", "yes"))[0].startswith('Allowed: "config_set"')
     await task
     assert tool_results(scripted_llm) == ["set agent.max_rounds=5"]
 
@@ -173,7 +176,8 @@ async def test_timeout_denies_and_is_logged(scripted_llm, make_chat):
     chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"]}), approval_timeout_sec=0.2)
     scripted_llm.script([Calls([("time", {})]), Reply("gave up")])
     out = await chat.say("f:u1", "u1", "time?")
-    assert out[1] == 'Approval for "time" timed out; the call was not run.' and out[-1] == "gave up"
+    assert re.fullmatch(r'Approval [0-9a-f]{4} for "time" timed out; the call was not run\.', out[1])
+    assert out[-1] == "gave up"
     assert tool_results(scripted_llm) == ['Not run: no approval for "time" (timed out after 0.2 s).']
     assert chat.engine.services.store.ops("tool_approval")[0]["detail"]["decision"] == "deny"
 
@@ -259,6 +263,6 @@ async def test_admin_prompt_falls_back_to_the_session_when_the_private_chat_fail
     await wait_for(lambda: chat.engine.approvals.is_waiting("g:ops"))
     assert not chat.engine.approvals.is_waiting("f:admin2")
     assert chat.out["g:ops"][0].startswith('Tool "config_set" wants to run')
-    assert await chat.say("g:ops", "admin2", "allow") == ['Allowed: "config_set".']
+    assert (await chat.say("g:ops", "admin2", "allow"))[0].startswith('Allowed: "config_set"')
     await task
     assert tool_results(scripted_llm) == ["set k=v"]

@@ -1,7 +1,10 @@
 """AI self-management of MCP servers (M7, `mcp_tool.enable`): mcp_list, mcp_add, mcp_remove, mcp_reconnect.
 
-Add and remove persist to mcp.json and take effect at once; all three are side-effect tools (blocked in
-plan mode) and go to the operation log. Env vars and headers are passed as KEY=VALUE lists.
+Add and remove persist to mcp.json and take effect at once. Add, remove and reconnect change the
+configuration (and start processes): like config_set they always need an admin other than the requester
+(G3), whatever `approval.enable` says, and plan mode blocks them. Every operation goes to the operation
+log. Env vars and headers are passed as KEY=VALUE lists; `${VAR}` references are refused in what the
+model writes (the MCP adapters would expand them from the bot's environment).
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ REMOVE_DESCRIPTION = "Remove an MCP server: it is disconnected and deleted from 
 RECONNECT_DESCRIPTION = (
     "Reconnect an MCP server, reading its definition from mcp.json (also starts a server that failed at "
     "start). Tools loaded from it before must be loaded again."
+)
+NO_EXPANSION = (
+    'refused: "{value}" contains a ${{...}} reference; variables are not expanded in servers added from the chat. '
+    "Write the value itself, or ask an admin to put the server in mcp.json."
 )
 SERVER_NAME = "Server name: 1-32 letters, digits, _ or - (no double underscore)"
 
@@ -57,6 +64,9 @@ class AddParams(BaseModel):
     keywords: list[str] = Field(default_factory=list, description="Only tools whose name or description has one")
 
     def spec(self) -> dict[str, Any]:
+        for value in [self.command or "", self.url or "", *self.args, *self.env, *self.headers]:
+            if "${" in value:
+                raise ToolError(NO_EXPANSION.format(value=value[:80]))
         raw: dict[str, Any] = {}
         if self.command:
             raw.update(command=self.command, args=self.args, env=parse_kv_list(self.env, "env") or None)
@@ -75,6 +85,7 @@ class MCPAdd(Tool[AddParams]):
     description = ADD_DESCRIPTION
     params = AddParams
     side_effect = True
+    changes_config = True
 
     async def execute(self, args: AddParams, ctx: RunContext) -> str:
         return await _mcp(ctx).add_server(args.name, args.spec(), session=ctx.session_key, actor=ctx.requester)
@@ -89,6 +100,7 @@ class MCPRemove(Tool[NameParams]):
     description = REMOVE_DESCRIPTION
     params = NameParams
     side_effect = True
+    changes_config = True
 
     async def execute(self, args: NameParams, ctx: RunContext) -> str:
         return await _mcp(ctx).remove_server(args.name, session=ctx.session_key, actor=ctx.requester)
@@ -99,6 +111,7 @@ class MCPReconnect(Tool[NameParams]):
     description = RECONNECT_DESCRIPTION
     params = NameParams
     side_effect = True
+    changes_config = True
 
     async def execute(self, args: NameParams, ctx: RunContext) -> str:
         return await _mcp(ctx).reconnect(args.name, session=ctx.session_key, actor=ctx.requester)

@@ -4,6 +4,7 @@
     python demo_server.py streamable-http PORT
     python demo_server.py sse PORT
     python demo_server.py stdio --many 20 --prefix s1   # 20 generated tools (benchmark)
+    python demo_server.py stdio --hostile               # oversized texts and a task-only tool
 
 Its tools cover what the client must handle: plain text, an enum parameter, a 50,000-character
 result, a slow call, an error result, its environment, a crash in the middle of a call, and the process id (so a
@@ -18,11 +19,24 @@ import os
 from typing import Literal
 
 from mcp.server.fastmcp import FastMCP
+from mcp import types
 from mcp.types import ToolAnnotations
 
 
-def build(port: int, many: int, prefix: str) -> FastMCP:
-    server = FastMCP("demo", host="127.0.0.1", port=port, log_level="WARNING")
+class HostileMCP(FastMCP):
+    """Lists `needs_task` as requiring MCP task augmentation (FastMCP has no option for it)."""
+
+    async def list_tools(self) -> list[types.Tool]:
+        tools = await super().list_tools()
+        return [t.model_copy(update={"execution": types.ToolExecution(taskSupport="required")})
+                if t.name == "needs_task" else t for t in tools]
+
+
+def build(port: int, many: int, prefix: str, hostile: bool = False) -> FastMCP:
+    server = (HostileMCP if hostile else FastMCP)("demo", host="127.0.0.1", port=port, log_level="WARNING")
+    if hostile:
+        _add_hostile(server)
+        return server
     if many:
         _add_generated(server, many, prefix)
         return server
@@ -78,6 +92,18 @@ def build(port: int, many: int, prefix: str) -> FastMCP:
     return server
 
 
+def _add_hostile(server: FastMCP) -> None:
+    """What a careless or hostile server lists: a 1 MB description, a huge schema, a task-only tool."""
+    server.add_tool(lambda: "ok", name="wordy", description="Say ok. " + "blah " * 200_000)
+    server.add_tool(lambda: "ok", name="needs_task", description="Only callable as an MCP task.")
+
+    fields = ", ".join(f"p{i}: str = ''" for i in range(2000))
+    namespace: dict = {}
+    exec(f"def huge_schema({fields}) -> str:\n    return 'ok'", namespace)  # 2,000 parameters
+    server.add_tool(namespace["huge_schema"], name="huge_schema", description="Takes 2,000 parameters.")
+    server.add_tool(lambda: "ok", name="plain", description="A normal tool.")
+
+
 _VERBS = ("get", "list", "create", "update", "delete", "search", "export", "import", "sync", "count")
 
 
@@ -110,8 +136,9 @@ def main() -> None:
     ap.add_argument("port", nargs="?", type=int, default=0)
     ap.add_argument("--many", type=int, default=0)
     ap.add_argument("--prefix", default="svc")
+    ap.add_argument("--hostile", action="store_true")
     a = ap.parse_args()
-    build(a.port, a.many, a.prefix).run(a.transport)
+    build(a.port, a.many, a.prefix, a.hostile).run(a.transport)
 
 
 if __name__ == "__main__":
