@@ -165,7 +165,7 @@ def _reply_of(state: dict[str, Any]) -> str:
 
 def builtin_tools(settings: Settings, paths: Paths) -> list:
     """The always-on built-ins and the ones behind config (T5)."""
-    return [TimeTool(), TodoWriteTool(), *bash_tools(settings, paths.data_dir)]
+    return [TimeTool(), TodoWriteTool(), *bash_tools(settings, paths.data_dir, paths.config_dir)]
 
 
 async def start_mcp(paths: Paths, settings: Settings, store: AppStore, shared: SharedExecutor,

@@ -1,4 +1,7 @@
-"""The bash tool (G6): classification, real subprocesses in a temp workspace, limits and settings."""
+"""The bash tool (G6): classification, real subprocesses in a temp workspace, limits and settings.
+
+Shared helpers for tests/test_bash_*.py live here too (`tool`, `run`, `make_ctx`, `mode`, `procs_with`).
+"""
 
 from __future__ import annotations
 
@@ -9,14 +12,18 @@ from pathlib import Path
 
 import pytest
 
+from services import sandbox
 from services.config import BashSettings, ConfigError, Paths, Settings
 from services.container import Services
 from services.sessions import SessionRegistry
 from services.store import AppStore
+from tools import bash as bash_module
 from tools.base import ToolError
 from tools.bash import BashParams, BashTool, bash_tools
 from tools.context import RunContext
 from tools.executor import SessionExecutor, SharedExecutor
+
+NEEDS_BWRAP = pytest.mark.skipif(not sandbox.bwrap_works(), reason="bubblewrap (bwrap) does not work here")
 
 
 @pytest.fixture
@@ -39,7 +46,20 @@ def make_ctx(tmp_path: Path):
         s.close()
 
 
+@pytest.fixture(params=["off", pytest.param("bwrap", marks=NEEDS_BWRAP)])
+def mode(request) -> str:
+    """Run a test unsandboxed and, where bubblewrap works, sandboxed."""
+    return request.param
+
+
+@pytest.fixture
+def fake_bwrap(monkeypatch) -> None:
+    """Classification as with a working sandbox, without needing one (nothing is run)."""
+    monkeypatch.setattr(bash_module, "probe", lambda: (True, True, ""))
+
+
 def tool(tmp_path: Path, **kw) -> BashTool:
+    kw.setdefault("sandbox", "off")
     return BashTool(BashSettings(**kw), tmp_path / "ws")
 
 
@@ -47,24 +67,25 @@ async def run(t: BashTool, ctx: RunContext, command: str) -> str:
     return await t.execute(t.parse({"command": command}), ctx)
 
 
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:  # a killed child nobody has reaped yet is a zombie: it no longer runs
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
+def procs_with(token: str) -> list[int]:
+    """Live (not zombie) `sleep` processes whose command line holds `token`, sandboxed ones included."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if args[0].rsplit(b"/", 1)[-1] == b"sleep" and token.encode() in b" ".join(args) and state != "Z":
+            found.append(int(pid))
+    return found
 
 
-def wait_gone(pid: int, within: float = 3.0) -> bool:
+def wait_no_procs(token: str, within: float = 3.0) -> bool:
     end = time.monotonic() + within
-    while time.monotonic() < end:
-        if gone(pid):
-            return True
+    while procs_with(token) and time.monotonic() < end:
         time.sleep(0.05)
-    return gone(pid)
+    return not procs_with(token)
 
 
 # --- classification ---------------------------------------------------------------------------
@@ -76,6 +97,7 @@ SNEAKY = [
     "exec rm -rf x", "env FOO=1 rm -rf x", "/usr/bin/env -i rm -rf x", "\\rm -rf x", "'rm' -rf x",
     "$'\\x72m' -rf x", "bash -c 'rm -rf x'", "sh -ec \"ls; rm -rf x\"", "eval 'rm -rf x'", "cat <(rm -rf x)",
     "if true; then rm -rf x; fi", "ls | xargs rm -f", "timeout 5 nice -n 3 rm -rf x", "2>/dev/null rm -rf x",
+    "rm>out -rf x", "ls; 2>&1<<< y rm -rf x", "f() { rm -rf x; }", "function f { rm -rf x; }",
 ]
 
 
@@ -90,17 +112,25 @@ def test_blacklist_does_not_match_mere_mentions(tmp_path: Path, command: str) ->
     assert tool(tmp_path, blacklist=[r"^rm\s"]).classify(command) == "ask"
 
 
-@pytest.mark.parametrize("command", ["ls", "ls -la", "ls -la /tmp 2>&1", "ls | ls -l", "(ls)", "ls $(ls)"])
-def test_whitelist_allows_when_every_simple_command_matches(tmp_path: Path, command: str) -> None:
+ALLOWED = ["ls", "ls -la", "ls -la sub 2>&1", "ls | ls -l", "(ls)", "ls # a comment", "ls >/dev/null", "ls 'a b'"]
+
+
+@pytest.mark.parametrize("command", [*ALLOWED, "ls -la /tmp 2>&1", "ls $(ls)", "ls ~root", "ls /proc"])
+def test_whitelist_allows_when_every_simple_command_matches(tmp_path: Path, fake_bwrap, command: str) -> None:
+    assert tool(tmp_path, whitelist=[r"^ls\b"], sandbox="bwrap").classify(command) == "allow"
+
+
+@pytest.mark.parametrize("command", ALLOWED)
+def test_whitelist_allows_plain_workspace_commands_unsandboxed(tmp_path: Path, command: str) -> None:
     assert tool(tmp_path, whitelist=[r"^ls\b"]).classify(command) == "allow"
 
 
 @pytest.mark.parametrize("command", [
     "ls; rm -rf /", "ls && cat x", "ls | sh", "ls $(cat x)", "ls `id`", "PATH=/tmp ls", "sudo ls",
-    "ls 'unbalanced", "ls $(ls", "echo hi", "",
+    "ls 'unbalanced", "ls $(ls", "echo hi", "", "ls <<EOF\nx\nEOF", "ls $'a'", "ls \\\n-la", "ls # it's",
 ])
-def test_whitelist_does_not_cover_other_commands(tmp_path: Path, command: str) -> None:
-    assert tool(tmp_path, whitelist=[r"^ls\b"]).classify(command) == "ask"
+def test_whitelist_does_not_cover_other_commands(tmp_path: Path, fake_bwrap, command: str) -> None:
+    assert tool(tmp_path, whitelist=[r"^ls\b"], sandbox="bwrap").classify(command) == "ask"
 
 
 def test_blacklist_wins_over_whitelist_and_nothing_configured_asks(tmp_path: Path) -> None:
@@ -116,6 +146,16 @@ def test_approval_reason_only_when_asking(tmp_path: Path, make_ctx) -> None:
     assert t.approval_reason(BashParams(command="rm -rf a"), ctx) is None  # refused at execute, no human
 
 
+def test_approval_reason_says_why_and_shows_a_bounded_command(tmp_path: Path, make_ctx) -> None:
+    t, ctx = tool(tmp_path, whitelist=[r"^ls\b"]), make_ctx()
+    why = t.approval_reason(BashParams(command="ls <<EOF\nx\nEOF"), ctx)
+    assert why and "could not be checked fully: a here-document (<<)" in why
+    why = t.approval_reason(BashParams(command="ls ../config"), ctx)
+    assert why and "`..`" in why and "unsandboxed" in why
+    why = t.approval_reason(BashParams(command="ls " + "a" * 20000), ctx)
+    assert why and len(why) < 600 and "longer than 8192 characters" in why
+
+
 @pytest.mark.parametrize("key", ["blacklist", "whitelist"])
 def test_invalid_regex_setting_names_the_setting_and_pattern(tmp_path: Path, key: str) -> None:
     with pytest.raises(ConfigError) as e:
@@ -125,27 +165,29 @@ def test_invalid_regex_setting_names_the_setting_and_pattern(tmp_path: Path, key
 
 def test_bash_tools_only_when_enabled(tmp_path: Path) -> None:
     assert bash_tools(Settings(), tmp_path) == []
-    [t] = bash_tools(Settings(bash=BashSettings(enable=True)), tmp_path)
+    [t] = bash_tools(Settings(bash=BashSettings(enable=True, sandbox="off")), tmp_path)
     assert isinstance(t, BashTool) and t.name == "bash" and t.side_effect
     assert t.workdir == tmp_path / "workspace"
-    [t] = bash_tools(Settings(bash=BashSettings(enable=True, workdir=str(tmp_path / "elsewhere"))), tmp_path)
-    assert t.workdir == tmp_path / "elsewhere"
+    [t] = bash_tools(Settings(bash=BashSettings(enable=True, workdir=str(tmp_path / "elsewhere"))), tmp_path,
+                     tmp_path / "config")
+    assert t.workdir == tmp_path / "elsewhere" and tmp_path / "config" in t._hide
 
 
 # --- execution --------------------------------------------------------------------------------
 
 
-async def test_runs_in_the_workdir_which_is_created(tmp_path: Path, make_ctx) -> None:
-    t = BashTool(BashSettings(), tmp_path / "a" / "workspace")
+async def test_runs_in_the_workdir_which_is_created(tmp_path: Path, make_ctx, mode: str) -> None:
+    t = BashTool(BashSettings(sandbox=mode), tmp_path / "a" / "workspace")
     assert not t.workdir.exists()
-    out = await run(t, make_ctx(), "pwd")
+    out = await run(t, make_ctx(), "pwd; touch made")
     assert os.path.realpath(out) == os.path.realpath(tmp_path / "a" / "workspace")
+    assert (t.workdir / "made").exists()
 
 
-async def test_stdout_and_stderr_merged_in_order_and_exit_code(tmp_path: Path, make_ctx) -> None:
-    out = await run(tool(tmp_path), make_ctx(), "echo a; echo b >&2; echo c; exit 3")
+async def test_stdout_and_stderr_merged_in_order_and_exit_code(tmp_path: Path, make_ctx, mode: str) -> None:
+    out = await run(tool(tmp_path, sandbox=mode), make_ctx(), "echo a; echo b >&2; echo c; exit 3")
     assert out == "a\nb\nc\n[exit code 3]"
-    assert await run(tool(tmp_path), make_ctx(), "echo fine") == "fine"
+    assert await run(tool(tmp_path, sandbox=mode), make_ctx(), "echo fine") == "fine"
 
 
 async def test_no_output(tmp_path: Path, make_ctx) -> None:
@@ -162,28 +204,22 @@ async def test_invalid_utf8_is_replaced(tmp_path: Path, make_ctx) -> None:
     assert await run(tool(tmp_path), make_ctx(), "printf 'a\\xffb'") == "a\ufffdb"
 
 
-async def test_timeout_kills_the_process_group(tmp_path: Path, make_ctx) -> None:
-    t = tool(tmp_path, timeout_sec=0.5)
-    start = time.monotonic()
-    out = await run(t, make_ctx(), "echo started; sleep 30 & echo $! > child.pid; wait")
-    assert time.monotonic() - start < 5
+async def test_timeout_kills_the_process_group(tmp_path: Path, make_ctx, mode: str) -> None:
+    t = tool(tmp_path, timeout_sec=0.5, sandbox=mode)
+    out = await run(t, make_ctx(), "echo started; sleep 30.101 & wait")
     assert out == "started\n[timed out after 0.5 s]"
-    assert wait_gone(int((t.workdir / "child.pid").read_text()))
+    assert wait_no_procs("sleep 30.101")
 
 
 async def test_run_deadline_shortens_the_timeout(tmp_path: Path, make_ctx) -> None:
-    start = time.monotonic()
     out = await run(tool(tmp_path, timeout_sec=30), make_ctx(deadline=time.monotonic() + 0.5), "sleep 20")
-    assert time.monotonic() - start < 5
     assert re.fullmatch(r"\(no output\)\n\[timed out after 0\.[3-5] s\]", out), out
 
 
-async def test_background_jobs_do_not_outlive_the_command(tmp_path: Path, make_ctx) -> None:
-    t = tool(tmp_path)
-    start = time.monotonic()
-    out = await run(t, make_ctx(), "sleep 30 >/dev/null 2>&1 & echo $! > child.pid; echo done")
-    assert out == "done" and time.monotonic() - start < 5
-    assert wait_gone(int((t.workdir / "child.pid").read_text()))
+async def test_background_jobs_do_not_outlive_the_command(tmp_path: Path, make_ctx, mode: str) -> None:
+    out = await run(tool(tmp_path, sandbox=mode), make_ctx(), "sleep 30.102 >/dev/null 2>&1 & echo done")
+    assert out == "done"
+    assert wait_no_procs("sleep 30.102")
 
 
 async def test_refusal_names_the_pattern_and_runs_nothing(tmp_path: Path, make_ctx) -> None:
@@ -196,8 +232,10 @@ async def test_refusal_names_the_pattern_and_runs_nothing(tmp_path: Path, make_c
     assert (tmp_path / "ws" / "keep").exists()
 
 
-async def test_bot_settings_are_not_passed_to_the_command(tmp_path: Path, make_ctx, monkeypatch) -> None:
+async def test_the_command_gets_a_minimal_environment(tmp_path: Path, make_ctx, monkeypatch, mode: str) -> None:
     monkeypatch.setenv("ANIA_LLM__API_KEY", "sekrit-value")
-    monkeypatch.setenv("OTHER_VAR", "visible-value")
-    out = await run(tool(tmp_path), make_ctx(), "env")
-    assert "visible-value" in out and "sekrit-value" not in out
+    monkeypatch.setenv("OTHER_VAR", "other-value")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    out = await run(tool(tmp_path, sandbox=mode), make_ctx(), "env")
+    assert "sekrit-value" not in out and "other-value" not in out
+    assert "LANG=C.UTF-8" in out and f"HOME={os.path.realpath(tmp_path / 'ws')}" in out

@@ -1,68 +1,78 @@
-"""The bash tool (G6): run a command line with bash in the workspace, behind a blacklist, a whitelist and a human.
+"""The bash tool (G6): run a command line with bash in the workspace, behind a blacklist, a whitelist,
+a human and (by default) a bubblewrap sandbox.
 
-`classify`: refuse when a `bash.blacklist` regex matches (re.search) the line or any simple command in
+`check`: refuse when a `bash.blacklist` regex matches (re.search) the line or any simple command in
 it; allow when every simple command matches some `bash.whitelist` regex; ask otherwise (the gate
-pipeline reads `approval_reason` and asks a human, or runs it when `approval.enable` is off).
+pipeline reads `approval_reason` and asks a human, or runs it when `approval.enable` is off). The
+verdict is computed once per command line (an LRU cache), so approval, routing and execute agree.
 
-Blacklist: the line is split, quote-aware, at `;`, `&`, `&&`, `||`, `|`, newlines and `( )`, and the
-bodies of `$(...)`, backticks, `<(...)`, `>(...)`, `bash -c '...'` (any shell's `-c`) and `eval` are
-split again. Each simple command is matched as written and normalized: leading `VAR=value` and
-redirections dropped, wrappers (`sudo`, `env`, `command`, `exec`, `nohup`, `nice`, `timeout`, `xargs`,
-`time`, `if`, `do`, ...) dropped with their options, the command word unquoted (`\\rm`, `'rm'`,
-`$'\\x72m'`) and without its directory (`/bin/rm`). So `ls; rm -rf x`, `ls && /bin/rm -rf x`,
-`echo $(rm -rf x)`, `FOO=1 sudo -u root rm -rf x` and `bash -c "rm -rf x"` all meet `^rm\\s`. It errs
-towards finding too much (text after `#` and here-documents are matched too).
-Whitelist: each simple command is matched as written, so `^ls\\b` allows `ls -la` but not
-`ls; rm -rf /`, `PATH=/tmp ls` or `ls $(rm x)`; a line that does not parse is never whitelisted.
-Anchor whitelist patterns at both ends: `^ls\\b` also allows `ls > ~/.bashrc`.
+Fail closed where unsure: tools/bash_parse.py splits the line exactly where it can and records a
+doubt where it cannot (here-documents, `$'...'`, backticks, comments with quotes, eval/source/sh -c,
+computed command names, unbalanced input, more than 500 commands, deep nesting, lines over 8 KB). A
+doubtful line is never whitelisted; with `approval.enable` off and a blacklist set it is refused,
+since the blacklist cannot be sure it saw every command. Whitelist patterns match each simple
+command as written (`^ls\\b` allows `ls -la`, not `ls; rm x` nor `PATH=/tmp ls`); anchor them at
+both ends, `^ls\\b` also allows `ls > ~/.bashrc`. Without the sandbox, a line naming /proc, a `..`
+component, a path outside the workspace, `~`, or a `$`/backtick expansion is never whitelisted.
 
-What regexes cannot stop (the approval and an unprivileged, containerized bot are the protection):
-code built at run time (`eval "$(echo cm0gLXJmIHg= | base64 -d)"`, `X=rm; $X -rf x`, globs such as
-`/bin/r?`, `${IFS}` tricks); scripts written to a file and run later (`echo 'rm -rf x' > a.sh; bash a.sh`);
-aliases and functions from sourced files, Makefiles, git hooks; other interpreters and programs that
-run commands (`python -c`, `perl -e`, `node -e`, `awk 'BEGIN{system(..)}'`, `find -exec`, `env -S`,
-`git -c core.pager=...`); whatever a whitelisted program can do by itself.
-
-`ANIA_*` environment variables (the bot's settings, secrets included) are not passed to the command.
-Background processes it starts are killed with its process group when it finishes.
+Regexes cannot stop everything (code built at run time, scripts written then run, `python -c`,
+`find -exec`, whatever a whitelisted program can do itself): the sandbox (services/sandbox.py) is
+what bounds the damage to the workspace. Commands get a minimal environment, never the bot's.
 """
 
 from __future__ import annotations
 
-import asyncio
-import codecs
-import contextlib
+import functools
+import logging
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Iterable, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
 from services.config import BashSettings, ConfigError, Settings
-from services.processes import kill_group
+from services.sandbox import bot_dirs, bwrap_args, probe
+from services.sandbox_run import MAX_OUTPUT_CHARS, run_command
 from tools.base import Tool, ToolError
-from tools.bash_parse import analyse, split_commands  # noqa: F401 - re-exported
+from tools.bash_parse import REDIR, analyse, parse_line, split_commands, words  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
     from tools.context import RunContext
 
-Verdict = Literal["refuse", "allow", "ask"]
+log = logging.getLogger(__name__)
 
-MAX_OUTPUT_CHARS = 8000
-_READ_CHUNK = 65536
+Verdict = Literal["refuse", "allow", "ask"]
+SandboxMode = Literal["bwrap", "off", "broken"]
 
 BASH_DESCRIPTION = (
     "Run a shell command line with bash in the bot's workspace directory and return its output "
     f"(stdout and stderr merged, at most {MAX_OUTPUT_CHARS} characters). Non-zero exit codes are reported. "
     "Commands have a time limit; background processes are stopped when the command finishes. "
-    "Some commands are refused by policy and others need a human's approval before they run."
+    "It may run in a sandbox: only the workspace is writable and there may be no network. "
+    "Some commands are refused by policy and others need a human's approval before they run; "
+    "write plain simple commands (no here-documents, eval or backticks) so they can be checked."
 )
 REFUSED = (
     'bash command refused: it matches the blacklist pattern "{pattern}" (bash.blacklist). '
     "Do not try to work around the policy; tell the user what you wanted to run."
 )
+UNSURE_REFUSED = (
+    "bash command refused: it could not be checked fully against bash.blacklist ({doubt}) and no human "
+    "approves commands (approval.enable is off). Write it as plain simple commands, or tell the user."
+)
+SANDBOX_BROKEN = (
+    'bash is unavailable: bash.sandbox = "bwrap" requires bubblewrap, which does not work on this host '
+    '({why}). An admin must install bubblewrap or change bash.sandbox.'
+)
 ASK_REASON = "bash command not on the whitelist: {command}"
+ASK_NOTE = "\n(not whitelisted: {note})"
+SHOWN_COMMAND = 300  # characters of the command shown in the reason (the gate shows the arguments)
+CACHE_SIZE = 64
+
+_SAFE_FILES = frozenset(("/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/zero"))
+_RELATIVE = re.compile(r"[\w.@%+,][\w.@%+,-]*(/[\w.@%+,-]*)*")
+_DOT_GLOB = re.compile(r"\.[*?\[]|[*?\]]\.")
 
 
 class BashParams(BaseModel):
@@ -70,6 +80,13 @@ class BashParams(BaseModel):
         description="The command line to run, e.g. `ls -la` or `grep -rn TODO src | head -20`. "
         "It runs non-interactively (no stdin) in the workspace directory."
     )
+
+
+class Decision(NamedTuple):
+    verdict: Verdict
+    pattern: str | None = None  # the blacklist pattern of a refusal
+    doubt: str = ""  # why the line could not be checked fully ("" when it could)
+    note: str = ""  # why a line that could be checked is not whitelisted anyway
 
 
 def _compile(key: str, patterns: list[str]) -> list[re.Pattern[str]]:
@@ -82,120 +99,116 @@ def _compile(key: str, patterns: list[str]) -> list[re.Pattern[str]]:
     return out
 
 
+def sandbox_mode(setting: str) -> tuple[SandboxMode, str]:
+    """What `bash.sandbox` comes to on this host, and why bwrap does not work; logs once per tool."""
+    if setting == "off":
+        return "off", ""
+    works, _, why = probe()
+    if works:
+        return "bwrap", ""
+    if setting == "auto":
+        log.warning('bash runs UNSANDBOXED: bubblewrap does not work here (%s); install it, or set '
+                    'bash.sandbox = "off" to accept this', why)
+        return "off", why
+    log.error('bash.sandbox = "bwrap" but bubblewrap does not work here (%s): every bash call is refused', why)
+    return "broken", why
+
+
+def outside_workspace(segments: tuple[str, ...], workdir: Path) -> str:
+    """Why an unsandboxed line may reach beyond the workspace ("" when it stays inside, as far as
+    its words show: a symlink in the workspace can still point out)."""
+    root = os.path.realpath(workdir)
+    for seg in segments:
+        if "/proc" in seg or ".." in seg:
+            return "it names /proc or a `..` path"
+        for raw, val in words(seg):
+            redirect = REDIR.fullmatch(raw)
+            target = re.sub(r"['\"\\]", "", redirect.group(2)) if redirect else val
+            if "$" in raw or "`" in raw:
+                return "it expands variables or commands"
+            if target.startswith("~") or _DOT_GLOB.search(raw):
+                return "it names a home directory or a glob that may match `..`"
+            if target.startswith("/"):
+                real = os.path.realpath(target)
+                if target not in _SAFE_FILES and real != root and not real.startswith(root + os.sep):
+                    return f"it names {target[:80]}, outside the workspace"
+            elif "/" in target and not _RELATIVE.fullmatch(target):
+                return f"it names {target[:80]}, which may be a path outside the workspace"
+    return ""
+
+
 class BashTool(Tool[BashParams]):
     name = "bash"
     description = BASH_DESCRIPTION
     params = BashParams
     side_effect = True
 
-    def __init__(self, settings: BashSettings, default_workdir: Path) -> None:
+    def __init__(self, settings: BashSettings, default_workdir: Path, hide: Iterable[Path] = ()) -> None:
+        """`hide`: the bot's data and config dirs, kept out of the sandbox should a system dir hold them."""
         self.settings = settings
         self.workdir = Path(settings.workdir).expanduser() if settings.workdir else default_workdir
         self.blacklist = _compile("bash.blacklist", settings.blacklist)
         self.whitelist = _compile("bash.whitelist", settings.whitelist)
+        self.mode, self.sandbox_problem = sandbox_mode(settings.sandbox)
+        self._hide = bot_dirs(default_workdir.parent, *hide)
+        self.decide = functools.lru_cache(maxsize=CACHE_SIZE)(self._decide)
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.mode == "bwrap"
+
+    def _decide(self, command: str) -> Decision:
+        """The verdict on one line; cached by `decide`, so it is computed once per call."""
+        a = parse_line(command)
+        for pat in self.blacklist:
+            if any(pat.search(v) for v in a.views):
+                return Decision("refuse", pat.pattern)
+        if a.doubts:
+            return Decision("ask", doubt="; ".join(a.doubts))
+        if not (self.whitelist and a.segments and all(any(p.search(s) for p in self.whitelist) for s in a.segments)):
+            return Decision("ask")
+        if not self.sandboxed and (note := outside_workspace(a.segments, self.workdir)):
+            return Decision("ask", note=f"{note}, and bash runs unsandboxed")
+        return Decision("allow")
 
     def check(self, command: str) -> tuple[Verdict, str | None]:
         """The verdict and, for a refusal, the blacklist pattern that matched."""
-        segs, views, ok = analyse(command)
-        for pat in self.blacklist:
-            if any(pat.search(v) for v in views):
-                return "refuse", pat.pattern
-        if self.whitelist and ok and segs and all(any(p.search(s) for p in self.whitelist) for s in segs):
-            return "allow", None
-        return "ask", None
+        d = self.decide(command)
+        return d.verdict, d.pattern
 
     def classify(self, command: str) -> Verdict:
-        return self.check(command)[0]
+        return self.decide(command).verdict
 
     def approval_reason(self, args: BashParams, ctx: "RunContext") -> str | None:
-        return ASK_REASON.format(command=args.command) if self.classify(args.command) == "ask" else None
+        d = self.decide(args.command)
+        if d.verdict != "ask" or self.mode == "broken":
+            return None  # refused at execute, no human to bother
+        shown = args.command if len(args.command) <= SHOWN_COMMAND else args.command[:SHOWN_COMMAND] + " …"
+        note = f"it could not be checked fully: {d.doubt}" if d.doubt else d.note
+        return ASK_REASON.format(command=shown) + (ASK_NOTE.format(note=note) if note else "")
 
     async def execute(self, args: BashParams, ctx: "RunContext") -> str:
-        verdict, pattern = self.check(args.command)
-        if verdict == "refuse":
-            raise ToolError(REFUSED.format(pattern=pattern))
+        if self.mode == "broken":
+            raise ToolError(SANDBOX_BROKEN.format(why=self.sandbox_problem))
+        d = self.decide(args.command)
+        if d.verdict == "refuse":
+            raise ToolError(REFUSED.format(pattern=d.pattern))
+        if d.doubt and self.blacklist and not ctx.services.settings.approval.enable:
+            raise ToolError(UNSURE_REFUSED.format(doubt=d.doubt[:200]))
         timeout = self.settings.timeout_sec
         remaining = ctx.remaining()
         if remaining is not None:
             timeout = max(0.1, min(timeout, remaining))
-        return await run_command(args.command, self.workdir, timeout)
+        sandbox = None
+        if self.sandboxed:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            sandbox = bwrap_args(self.workdir, network=self.settings.network, hide=self._hide,
+                                 disable_userns=probe()[1])
+        return await run_command(args.command, self.workdir, timeout, sandbox)
 
 
-def bash_tools(settings: Settings, data_dir: Path) -> list[Tool]:
+def bash_tools(settings: Settings, data_dir: Path, config_dir: Path | None = None) -> list[Tool]:
     """The bash tool when `bash.enable` is on, else nothing (it is then never offered)."""
     if not settings.bash.enable:
         return []
-    return [BashTool(settings.bash, data_dir / "workspace")]
-
-
-# --- running ----------------------------------------------------------------------------------
-
-
-class _Output:
-    """Decodes output as it arrives, keeps the first `limit` characters and counts them all."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit, self.total, self._kept_len = limit, 0, 0
-        self.kept: list[str] = []
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-    def feed(self, data: bytes, final: bool = False) -> None:
-        text = self._decoder.decode(data, final)
-        self.total += len(text)
-        room = self.limit - self._kept_len
-        if room > 0 and text:
-            self.kept.append(text[:room])
-            self._kept_len += len(self.kept[-1])
-
-    def text(self) -> str:
-        body = "".join(self.kept)
-        if self.total > self.limit:
-            body += f"\n[output truncated: {self.limit} of {self.total} characters shown]"
-        return body
-
-
-
-
-async def run_command(command: str, cwd: Path, timeout: float) -> str:
-    """Run `command` with bash in its own process group; the text the model reads."""
-    cwd.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("ANIA_")}
-    proc = await asyncio.create_subprocess_shell(
-        command,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-        executable="/bin/bash" if os.path.exists("/bin/bash") else None,
-    )
-    assert proc.stdout is not None
-    out = _Output(MAX_OUTPUT_CHARS)
-
-    async def pump() -> None:
-        while chunk := await proc.stdout.read(_READ_CHUNK):  # type: ignore[union-attr]
-            out.feed(chunk)
-
-    reader = asyncio.create_task(pump())
-    timed_out = False
-    try:
-        try:
-            await asyncio.wait_for(proc.wait(), timeout)
-        except TimeoutError:
-            timed_out = True
-        finally:
-            kill_group(proc.pid)  # background jobs go too, on every path
-        with contextlib.suppress(TimeoutError):  # EOF follows once the group is gone
-            await asyncio.wait_for(reader, 2.0)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), 5.0)
-    finally:
-        reader.cancel()
-    out.feed(b"", final=True)
-    lines = [out.text().rstrip("\n") or "(no output)"]
-    if timed_out:
-        lines.append(f"[timed out after {round(timeout, 1):g} s]")
-    elif proc.returncode:
-        lines.append(f"[exit code {proc.returncode}]")
-    return "\n".join(lines)
+    return [BashTool(settings.bash, data_dir / "workspace", [data_dir, *([config_dir] if config_dir else [])])]

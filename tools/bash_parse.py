@@ -1,120 +1,181 @@
 """Splitting a bash line into simple commands, so blacklist/whitelist regexes see each command.
 
-Used by tools/bash.py; see its docstring for what the regexes can and cannot stop.
+Bash's grammar is large and a splitter whose idea of "inside a quote" drifts from bash's lets a
+command hide inside what looks like one `ls`. So this lexer models a small subset exactly (quotes,
+escapes, comments, operators, `(...)`, `$(...)`, `<(...)`, `${...}`), in one pass with an explicit
+stack (no recursion, linear time), and records a *doubt* for everything else: here-documents,
+`$'...'`, backticks, line continuations, comments holding quotes, `eval`/`source`/`trap`/shells and
+other code it cannot see, command names computed at run time, unbalanced input, too many commands,
+too deep nesting, too long lines. tools/bash.py never whitelists a doubtful line, and refuses it when
+approval is off and a blacklist exists (the blacklist cannot be sure it saw every command).
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+import warnings
+from dataclasses import dataclass
 
-MAX_SEGMENTS = 500  # simple commands analysed per line; a line with more is never whitelisted
+MAX_LINE = 8192  # longer lines are not analysed: doubtful
+MAX_SEGMENTS = 500  # simple commands per line; more is doubtful (all are still matched)
+MAX_DEPTH = 10  # nesting of quotes, substitutions and parentheses; deeper is doubtful
+MAX_PREFIXES = 16  # assignments, redirections and wrappers before one command; more is doubtful
+MAX_WORK = 4 * MAX_LINE  # characters lexed per line, backtick, eval and `sh -c` bodies included
 
 #: wrapper -> (its options that take a separate argument, positional arguments before the command)
 _WRAPPERS: dict[str, tuple[str, int]] = {
     "sudo": ("-u -g -C -D -h -p -r -t -U -T", 0), "doas": ("-u -C", 0), "exec": ("-a", 0),
     "env": ("-u -C -S", 0), "time": ("-f -o", 0), "nice": ("-n", 0), "ionice": ("-c -n -p", 0),
     "timeout": ("-s -k", 1), "stdbuf": ("-i -o -e", 0), "xargs": ("-I -n -P -L -d -s -E -a", 0),
-    "chroot": ("", 1),
-    **dict.fromkeys("command builtin nohup setsid busybox ! { if then elif else do while until".split(), ("", 0)),
+    "chroot": ("", 1), "function": ("", 1), "taskset": ("", 1), "chrt": ("", 1), "flock": ("-w -E", 1),
+    "strace": ("-o -e -p -s -u -E", 0), "watch": ("-n -d", 0), "runuser": ("-u -g -G", 0), "prlimit": ("-p", 0),
+    **dict.fromkeys("command builtin nohup setsid busybox unshare setpriv nsenter ltrace ! { if then elif else do "
+                   "while until".split(), ("", 0)),
 }
-
-
-_SHELLS = frozenset(("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"))
+_SHELLS = frozenset(("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "rbash"))
+#: Commands that run code the line does not show, or change how later lines parse.
+_OPAQUE = frozenset(("eval", "source", ".", "trap", "alias", "shopt", "hash", "enable", "coproc", "case",
+                     "select", "mapfile", "readarray", "fc", *_SHELLS))
 _ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
-_REDIR = re.compile(r"\d*(<<<|<<-?|<>|<&|>&|&>>?|>>|>\||<|>)(.*)", re.S)
+REDIR = re.compile(r"\d*(<<<|<<-?|<>|<&|>&|&>>?|>>|>\||<(?!\()|>(?!\())(.*)", re.S)  # `<(` is a word
+_DYNAMIC = re.compile(r"[$`*?]|[<>]\(|\[.*\]|\{.*(,|\.\.).*\}")
+_COMMENT_DOUBT = re.compile(r"['\"`$\\]")
+_CRUDE_CUT = re.compile(r"[;&|()\n`{}]+|\$'|<<")
+_UNESCAPE_TICK = re.compile(r"\\([\\`$])")
 
 
-def _close_paren(s: str, i: int) -> int:
-    """Index of the `)` closing the `(` at i, or -1."""
-    depth, quote = 0, None
-    while i < len(s):
-        c = s[i]
-        if quote == "'":
-            quote = None if c == "'" else quote
-        elif c == "\\":
-            i += 1
-        elif quote == '"':
-            quote = None if c == '"' else quote
-        elif c in "'\"":
-            quote = c
-        elif c in "()":
-            depth += 1 if c == "(" else -1
-            if depth == 0:
-                return i
-        i += 1
-    return -1
+@dataclass(frozen=True)
+class Analysis:
+    """Every simple command (substitution bodies included) as written, the texts the blacklist is
+    matched against, and why the analysis may have missed something (empty: sure)."""
+
+    segments: tuple[str, ...]
+    views: tuple[str, ...]
+    doubts: tuple[str, ...]
+
+    @property
+    def sure(self) -> bool:
+        return not self.doubts
 
 
-def _close_backtick(s: str, i: int) -> int:
-    j = i + 1
-    while j < len(s) and s[j] != "`":
-        j += 2 if s[j] == "\\" else 1
-    return j if j < len(s) else -1
+class _Frame:
+    """One open construct: `top`, `sub` ($( <( >(, part of a word), `group` ( ... ), `dq` or `param` (${)."""
+
+    __slots__ = ("kind", "start", "word", "redir")
+
+    def __init__(self, kind: str, start: int) -> None:
+        self.kind, self.start, self.word, self.redir = kind, start, False, ""
 
 
-def split_commands(line: str) -> tuple[list[str], bool]:
-    """The simple commands of a line, substitution bodies included, and whether it parsed cleanly."""
-    segs: list[str] = []
-    buf: list[str] = []
-    ok, quote, i, n = True, None, 0, len(line)
+def _lex(s: str, segs: list[str], doubts: list[str], bodies: list[str]) -> None:
+    """Append the simple commands of `s` to `segs`, its backtick bodies to `bodies`, doubts to `doubts`."""
+    stack, i, n = [_Frame("top", 0)], 0, len(s)
 
-    def flush() -> None:
-        seg = "".join(buf).strip()
-        if seg:
+    def flush(f: _Frame, end: int) -> None:
+        if seg := s[f.start : end].strip(" \t\n"):  # bash's blanks only: `\v` is part of a word
             segs.append(seg)
-        buf.clear()
+
+    def push(kind: str, start: int) -> bool:
+        if len(stack) >= MAX_DEPTH:
+            doubts.append(f"nesting deeper than {MAX_DEPTH} levels")
+            return False
+        stack.append(_Frame(kind, start))
+        return True
 
     while i < n:
-        c = line[i]
-        if quote == "'":
-            quote = None if c == "'" else quote
-            buf.append(c)
+        f, c, nxt = stack[-1], s[i], s[i + 1 : i + 2]
+        redir, f.redir = f.redir, ""
+        if c == "`":  # the body is lexed later, on its own
+            j = i + 1
+            while j < n and s[j] != "`":
+                j += 2 if s[j] == "\\" else 1
+            doubts.append("backticks" if j < n else "an unclosed backtick")
+            bodies.append(_UNESCAPE_TICK.sub(r"\1", s[i + 1 : j]))
+            f.word, i = True, j + 1
+        elif c == "$" and nxt in ("(", "{"):
+            f.word, i = True, i + (2 if push("sub" if nxt == "(" else "param", i + 2) else 1)
+        elif c == "\\":
+            if f.kind == "param" or (nxt == "\n" and f.kind != "dq"):
+                doubts.append("a backslash inside ${...}" if f.kind == "param" else "a line continuation")
+            f.word, i = f.word or nxt != "\n", i + 2  # bash drops backslash-newline before reading words
+        elif f.kind in ("dq", "param"):
+            if c == ('"' if f.kind == "dq" else "}"):
+                stack.pop()
+            elif f.kind == "param" and c in "'\"{":
+                doubts.append("quotes or braces inside ${...}")
             i += 1
-            continue
-        if c == "\\":
-            buf.append(line[i : i + 2])
-            i += 2
-            continue
-        tick = c == "`"
-        if tick or (line.startswith("(", i + 1) and (c == "$" or (c in "<>" and quote is None))):
-            end = _close_backtick(line, i) if tick else _close_paren(line, i + 1)
-            body = line[i + (1 if tick else 2) : end if end >= 0 else n]
-            inner, inner_ok = split_commands(body.replace("\\`", "`") if tick else body)
-            segs.extend(inner)
-            ok = ok and inner_ok and end >= 0
-            stop = n if end < 0 else end + 1
-            buf.append(line[i:stop])
-            i = stop
-            continue
-        if quote == '"':
-            quote = None if c == '"' else quote
-        elif c in "'\"":
-            quote = c
-        elif c in ";&|()\n":
-            prev, nxt = line[i - 1 : i], line[i + 1 : i + 2]
-            redirection = (c == "&" and (prev in ("<", ">") or nxt == ">")) or (c == "|" and prev == ">")
-            if not redirection:
-                flush()
-                i += 1
-                continue
-        buf.append(c)
-        i += 1
-    flush()
-    return segs, ok and quote is None
+        elif c == "'":
+            j = s.find("'", i + 1)
+            if j < 0:
+                doubts.append("an unclosed quote")
+            f.word, i = True, (n if j < 0 else j + 1)
+        elif c == "$" and nxt == "'":
+            j = i + 2
+            while j < n and s[j] != "'":
+                j += 2 if s[j] == "\\" else 1
+            doubts.append("$'...' quoting")
+            f.word, i = True, j + 1
+        elif c == '"' or (c == "$" and nxt == '"'):
+            f.word, i = True, i + ((1 if c == '"' else 2) if push("dq", i) else 1)
+        elif c in "<>" and nxt == "(":  # process substitution
+            f.word, i = True, i + (2 if push("sub", i + 2) else 1)
+        elif c == "#" and not f.word:  # a comment, to the end of the line
+            j = s.find("\n", i)
+            j = n if j < 0 else j
+            if _COMMENT_DOUBT.search(s, i, j):
+                doubts.append("a comment holding quotes, `$` or backslashes")
+            flush(f, i)
+            f.start, i = j, j
+        elif c in " \t":
+            f.word, i = False, i + 1
+        elif c in "<>":
+            if s.startswith("<<", i) and not s.startswith("<<<", i):
+                doubts.append("a here-document (<<)")
+            step = 3 if s.startswith("<<<", i) else 2 if s.startswith("<<", i) else 1
+            f.word, f.redir, i = False, c, i + step
+        elif c in ";&|\n":
+            if not ((c == "&" and (redir or nxt == ">")) or (c == "|" and redir == ">")):
+                flush(f, i)  # a control operator; `>&`, `<&`, `&>` and `>|` are redirections
+                f.start = i + 1
+            f.word, i = False, i + 1
+        elif c == "(":
+            flush(f, i)
+            if not push("group", i + 1):
+                f.start = i + 1
+            i += 1
+        elif c == ")":
+            flush(f, i)
+            if f.kind in ("sub", "group"):
+                stack.pop()
+                if f.kind == "group":
+                    stack[-1].start, stack[-1].word = i + 1, False
+            else:
+                doubts.append("an unbalanced `)`")
+                f.start, f.word = i + 1, False
+            i += 1
+        else:
+            f.word, i = True, i + 1
+    if len(stack) > 1:
+        doubts.append("an unclosed quote, substitution or parenthesis")
+    for f in reversed(stack):
+        if f.kind not in ("dq", "param"):
+            flush(f, n)
 
 
-def _words(s: str) -> list[tuple[str, str]]:
+def words(s: str) -> list[tuple[str, str]]:
     """Shell words of a simple command as (raw text, value with quotes and escapes removed)."""
     words: list[tuple[str, str]] = []
     i, n = 0, len(s)
     while i < n:
-        if s[i].isspace():
+        if s[i] in " \t\n":
             i += 1
             continue
-        start, val = i, []
-        while i < n and not s[i].isspace():
+        start, val = i, list[str]()
+        while i < n and s[i] not in " \t\n":
             c = s[i]
+            if (c in "<>" or s.startswith("&>", i)) and val and s[i - 1] not in "<>&" and not "".join(val).isdigit():
+                break  # a redirection operator starts a word of its own: `rm>x` is `rm` and `>x`
             if c == "\\":
                 val.append(s[i + 1 : i + 2])
                 i += 2
@@ -123,7 +184,9 @@ def _words(s: str) -> list[tuple[str, str]]:
                 while j < n and s[j] != "'":
                     j += 2 if s[j] == "\\" else 1
                 try:
-                    val.append(codecs.decode(s[i + 2 : j], "unicode_escape"))
+                    with warnings.catch_warnings():  # bash's escapes are not all Python's
+                        warnings.simplefilter("ignore")
+                        val.append(codecs.decode(s[i + 2 : j], "unicode_escape"))
                 except (UnicodeError, ValueError):
                     val.append(s[i + 2 : j])
                 i = j + 1
@@ -142,34 +205,52 @@ def _words(s: str) -> list[tuple[str, str]]:
     return words
 
 
-def _views(seg: str) -> tuple[list[str], list[str]]:
-    """Views of one simple command for the blacklist, and the shell code it runs itself (bash -c, eval)."""
-    words = _words(seg)
+def command_words(seg: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """Normalized views of one simple command (prefixes dropped one by one) and its words from the command on."""
+    ws = words(seg)
     views, k = [seg], 0
-    while k < len(words):
-        raw, val = words[k]
-        redirect = _REDIR.fullmatch(raw)
+    while k < len(ws):
+        raw, val = ws[k]
+        redirect = REDIR.fullmatch(raw)
         if _ASSIGN.match(raw):
             k += 1
-        elif redirect:
+        elif redirect:  # its target is the next word when not glued to it
             k += 1 if redirect.group(2) else 2
         elif (wrapper := _WRAPPERS.get(val.rsplit("/", 1)[-1])) is not None:
             takes, positional = wrapper[0].split(), wrapper[1]
             k += 1
-            while k < len(words) and words[k][1].startswith("-") and words[k][1] != "-":
-                k += 2 if words[k][1] in takes else 1
-                if words[k - 1][1] == "--":
+            while k < len(ws) and ws[k][1].startswith("-") and ws[k][1] != "-":
+                opt = ws[k][1]
+                k += 2 if opt in takes else 1
+                if opt == "--":
                     break
             k += positional
         else:
             break
-        views.append(" ".join(r for r, _ in words[k:]))
-    if k >= len(words):
+        if len(views) <= MAX_PREFIXES:  # past that, bounded work: the caller doubts
+            views.append(" ".join(r for r, _ in ws[k:]))
+    return views, ws[k:]
+
+
+def _views(seg: str, doubts: list[str]) -> tuple[list[str], list[str]]:
+    """Views of one simple command for the blacklist, and the shell code it runs itself (sh -c, eval)."""
+    views, ws = command_words(seg)
+    if len(views) > MAX_PREFIXES:
+        doubts.append(f"more than {MAX_PREFIXES} assignments, redirections or wrappers before a command")
+    if not ws:
         return views, []
-    name = words[k][1].rsplit("/", 1)[-1]
-    rest = words[k + 1 :]
+    (raw, val), rest, k = ws[0], [], 1
+    while k < len(ws):  # the arguments, redirections left out
+        redirect = REDIR.fullmatch(ws[k][0])
+        k += (1 if redirect.group(2) else 2) if redirect else 1
+        rest += [] if redirect else [ws[k - 1]]
+    name = val.rsplit("/", 1)[-1]
     views.append(" ".join([name, *(r for r, _ in rest)]))
     views.append(" ".join([name, *(v for _, v in rest)]))
+    if _DYNAMIC.search(raw):
+        doubts.append(f"a command name computed at run time ({raw[:40]})")
+    elif name in _OPAQUE:
+        doubts.append(f"`{name}` runs code or changes parsing in ways the line does not show")
     if name == "eval":
         return views, [" ".join(v for _, v in rest)]
     if name in _SHELLS:
@@ -181,24 +262,48 @@ def _views(seg: str) -> tuple[list[str], list[str]]:
     return views, []
 
 
-def analyse(line: str) -> tuple[list[str], list[str], bool]:
-    """(every simple command, the views the blacklist is matched against, parsed cleanly)."""
-    segs, ok = split_commands(line)
+def _pieces(line: str) -> list[str]:
+    """The line cut at every operator character, quotes ignored: for a doubtful line the blacklist
+    also sees these, in case a command hid from the lexer (errs towards finding too much)."""
+    return [p for p in (q.strip(" \t'\"") for q in _CRUDE_CUT.split(line)) if p]
+
+
+def parse_line(line: str) -> Analysis:
+    """Analyse a command line once: bounded work, no recursion, doubts instead of guesses."""
+    if len(line) > MAX_LINE:
+        return Analysis((), (line, *_pieces(line)), (f"longer than {MAX_LINE} characters",))
+    segs: list[str] = []
+    doubts: list[str] = []
     views = [line]
-    i = 0
-    while i < len(segs):
-        seg_views, scripts = _views(segs[i])
-        views.extend(seg_views)
-        for script in scripts:
-            inner, inner_ok = split_commands(script)
-            segs.extend(inner)
-            ok = ok and inner_ok
-        i += 1
-        if len(segs) > MAX_SEGMENTS:
-            return segs, views, False
-    return segs, views, ok
+    work, done, budget = [line], 0, MAX_WORK
+    while work:
+        text = work.pop()
+        budget -= len(text)
+        if budget < 0:
+            doubts.append("too much nested code to check")
+            break
+        bodies: list[str] = []
+        _lex(text, segs, doubts, bodies)
+        while done < len(segs):
+            seg_views, scripts = _views(segs[done], doubts)
+            views.extend(seg_views)
+            bodies.extend(scripts)
+            done += 1
+        work.extend(bodies)
+    if len(segs) > MAX_SEGMENTS:
+        doubts.append(f"more than {MAX_SEGMENTS} simple commands")
+    if doubts:
+        views.extend(_pieces(line))
+    return Analysis(tuple(segs), tuple(views), tuple(dict.fromkeys(doubts)))
 
 
-# --- the tool ---------------------------------------------------------------------------------
+def split_commands(line: str) -> tuple[list[str], bool]:
+    """The simple commands of a line (substitution and `sh -c` bodies included), and whether it is sure."""
+    a = parse_line(line)
+    return list(a.segments), a.sure
 
 
+def analyse(line: str) -> tuple[list[str], list[str], bool]:
+    """(every simple command, the views the blacklist is matched against, understood fully)."""
+    a = parse_line(line)
+    return list(a.segments), list(a.views), a.sure

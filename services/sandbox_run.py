@@ -1,0 +1,152 @@
+"""Running one bash command line for the bash tool: sandboxed or not, bounded output, nothing left behind.
+
+The command gets a minimal environment (never the bot's), its own session and process group, and a
+pipe for stdout+stderr that we own. When the main process ends (or times out) its group is killed;
+then, unsandboxed, processes that escaped the group (`setsid`, `set -m`, double forks) are found
+and killed too: every child carries a unique marker variable (`ANIA_BASH_RUN`) in its environment,
+so a scan of /proc/*/environ of our uid finds them, and processes still in the command's session are
+found by their session id. A command that both clears its environment and starts a new session
+escapes this scan: only the sandbox (a PID namespace, services/sandbox.py) stops that. We never wait
+for pipe EOF after the end: whatever is left is read for a short grace, then the pipe is closed, so
+a survivor holding it cannot stall the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import secrets
+import signal
+from pathlib import Path
+
+from services.processes import kill_group, minimal_env
+from services.sandbox import sandbox_env
+
+MAX_OUTPUT_CHARS = 8000
+MARKER_VAR = "ANIA_BASH_RUN"
+DRAIN_GRACE = 0.5  # seconds to read what is left once the command has ended
+_READ_CHUNK = 65536
+_SCAN_ROUNDS = 5
+SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+
+
+class _Output:
+    """Decodes output as it arrives, keeps the first `limit` characters and counts them all."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.total, self._kept_len = limit, 0, 0
+        self.kept: list[str] = []
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        text = self._decoder.decode(data, final)
+        self.total += len(text)
+        room = self.limit - self._kept_len
+        if room > 0 and text:
+            self.kept.append(text[:room])
+            self._kept_len += len(self.kept[-1])
+
+    def text(self) -> str:
+        body = "".join(self.kept)
+        if self.total > self.limit:
+            body += f"\n[output truncated: {self.limit} of {self.total} characters shown]"
+        return body
+
+
+def _stat(pid: str) -> tuple[int, int] | None:
+    """(session id, start time) of a process, or None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[3]), int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def kill_escapes(marker: bytes, leader: int, started: int) -> int:
+    """SIGKILL our uid's processes that carry `marker` in their environment or are still in the
+    leader's session (and started after it, so a reused pid is not taken); returns how many."""
+    me, uid, killed = os.getpid(), os.getuid(), 0
+    for _ in range(_SCAN_ROUNDS):  # again while something was found: it may have forked meanwhile
+        found = 0
+        for pid in (p for p in os.listdir("/proc") if p.isdigit() and int(p) != me):
+            try:
+                if os.stat(f"/proc/{pid}").st_uid != uid:
+                    continue
+                environ = b"\0" + Path(f"/proc/{pid}/environ").read_bytes()
+            except OSError:
+                continue
+            stat = _stat(pid)
+            ours = marker in environ or (stat is not None and stat[0] == leader and stat[1] >= started)
+            if ours:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(int(pid), signal.SIGKILL)
+                    found += 1
+        killed += found
+        if not found:
+            break
+    return killed
+
+
+async def run_command(command: str, cwd: Path, timeout: float, sandbox: list[str] | None = None) -> str:
+    """Run `command` with bash in `cwd` (under the bwrap command line `sandbox` when given); the text
+    the model reads: output, then `[timed out ...]` or `[exit code N]`."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_hex(12)
+    if sandbox:
+        argv, env, marker = [*sandbox, SHELL, "-c", command], sandbox_env(cwd), b""
+    else:
+        argv, env = [SHELL, "-c", command], minimal_env(str(cwd), **{MARKER_VAR: token})
+        marker = f"\0{MARKER_VAR}={token}\0".encode()
+    read_fd, write_fd = os.pipe()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=write_fd, stderr=asyncio.subprocess.STDOUT,
+            cwd=cwd, env=env, start_new_session=True)
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    started = (_stat(str(proc.pid)) or (0, 0))[1]
+    pipe = os.fdopen(read_fd, "rb", 0)
+    out, stream, transport, reader = _Output(MAX_OUTPUT_CHARS), asyncio.StreamReader(), None, None
+    timed_out, stopped, scanned = False, False, not marker
+
+    async def pump() -> None:
+        while chunk := await stream.read(_READ_CHUNK):
+            out.feed(chunk)
+
+    try:
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stream), pipe)
+        reader = asyncio.create_task(pump())
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            timed_out = True
+        kill_group(proc.pid)  # background jobs go too
+        stopped = True
+        if not scanned:  # in a thread: a scan of /proc takes a few ms
+            await asyncio.to_thread(kill_escapes, marker, proc.pid, started)
+            scanned = True
+        with contextlib.suppress(TimeoutError):  # never wait for EOF: a survivor may hold the pipe
+            await asyncio.wait_for(reader, DRAIN_GRACE)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 5.0)
+    finally:  # cancellation and errors too: nothing is left running
+        if not stopped:
+            kill_group(proc.pid)
+        if not scanned:
+            kill_escapes(marker, proc.pid, started)
+        if reader is not None:
+            reader.cancel()
+        (transport or pipe).close()
+    out.feed(b"", final=True)
+    lines = [out.text().rstrip("\n") or "(no output)"]
+    if timed_out:
+        lines.append(f"[timed out after {round(timeout, 1):g} s]")
+    elif proc.returncode:
+        lines.append(f"[exit code {proc.returncode}]")
+    return "\n".join(lines)
