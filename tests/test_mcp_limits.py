@@ -68,3 +68,14 @@ async def test_mcp_add_refuses_variable_references(tmp_path, field, value):
         assert e.manager.servers == {} and not e.manager.path.exists() or "x" not in e.manager.path.read_text()
     finally:
         await e.close()
+
+
+async def test_mcp_json_written_by_the_bot_is_private(tmp_path):
+    e = await make_env(tmp_path, {}, manage=True)
+    try:
+        out = await e.call("mcp_add", {"name": "demo", "command": sys.executable, "args": [DEMO, "stdio"],
+                                       "env": ["API_TOKEN=secret"]})
+        assert out.status == "ok", out.text
+        assert e.manager.path.stat().st_mode & 0o777 == 0o600
+    finally:
+        await e.close()
