@@ -8,7 +8,8 @@ import logging
 import sys
 from typing import Sequence
 
-from services.config import ConfigError, Paths, load_settings
+from services.config import Paths, load_settings
+from services.errors import ConfigError
 from services.processes import protect_process
 
 LOCAL_USER = "local"
@@ -57,14 +58,14 @@ async def _run(args: argparse.Namespace) -> int:
     if args.cmd == "chat":
         require_llm(settings)
         protect_process()
-        if args.user is None:  # the person at the terminal runs the bot: an admin
-            args.user = LOCAL_USER
-            settings = settings.model_copy(update={"bot": settings.bot.model_copy(
-                update={"admins": sorted({*settings.bot.admins, LOCAL_USER})})})
-    engine = await Engine.start(paths.config_dir, paths.data_dir, settings=settings)
+    local_admins: tuple[str, ...] = ()
+    if args.cmd == "chat" and args.user is None:  # the person at the terminal runs the bot: an admin
+        args.user = LOCAL_USER
+        local_admins = (LOCAL_USER,)
+    engine = await Engine.start(paths.config_dir, paths.data_dir, settings=settings, local_admins=local_admins)
     try:
         if args.cmd == "chat":
-            from ania.terminal import run_terminal
+            from ania.platforms.terminal import run_terminal
 
             await run_terminal(engine, args.session, args.user)
         elif args.action == "list":

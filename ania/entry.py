@@ -17,9 +17,8 @@ import logging
 from typing import Callable
 
 from ania.engine import Engine, TurnResult
+from services.context import CallbackBridge
 from services.locks import KeyedLocks
-from services.plan_mode import PlanMode
-from tools.context import CallbackBridge
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +36,7 @@ class MessageEntry:
     async def submit(self, session_key: str, user_id: str, text: str) -> asyncio.Task | None:
         """Handle one message. Returns the turn's task when one was queued (None when consumed)."""
         bridge = self.bridge_for(session_key)
-        answer = self.engine.approvals.take_reply(session_key, user_id, text)
+        answer = self.engine.services.approvals.take_reply(session_key, user_id, text)
         if answer is not None:
             await bridge.send_text(answer)
             return None
@@ -73,9 +72,9 @@ class MessageEntry:
                 return "Only an admin or the person who asked can stop a running message."
             return "Nothing to stop."
         if name == "/plan":
-            if not self.engine.services.settings.is_admin(user_id):
+            if not self.engine.services.admins.is_admin(user_id):
                 return "Only an admin can change plan mode."
-            plan = PlanMode(self.engine.services.store)
+            plan = self.engine.services.plan_mode
             if arg.strip() in ("on", "off"):
                 plan.set(session_key, arg.strip() == "on")
             return f"Plan mode is {'on' if plan.is_on(session_key) else 'off'}."
@@ -85,7 +84,7 @@ class MessageEntry:
         """Cancel the session's turns that `user_id` may stop (all of them for an admin or None).
         Returns (stopped, left running because they belong to someone else)."""
         live = {t: who for t, who in self._tasks.get(session_key, {}).items() if not t.done()}
-        everyone = user_id is None or self.engine.services.settings.is_admin(user_id)
+        everyone = user_id is None or self.engine.services.admins.is_admin(user_id)
         mine = [t for t, who in live.items() if everyone or who == user_id]
         for t in mine:
             t.cancel()

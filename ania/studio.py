@@ -13,11 +13,11 @@ import logging
 
 from langchain_core.runnables import RunnableConfig
 
-from ania.bridges import ChatBridge
 from ania.engine import Engine
+from ania.platforms.bridge import ChatBridge
 from graphs.agent import build_agent_graph
 from graphs.gate import build_gate_graph
-from tools.context import RunContext
+from services.context import RunContext
 
 log = logging.getLogger("ania.studio")
 STUDIO_USER = "studio"
@@ -33,11 +33,7 @@ class _Lazy:
     async def get(self) -> Engine:
         async with self._lock:
             if self.engine is None:
-                engine = await Engine.start()
-                settings = engine.services.settings
-                if STUDIO_USER not in settings.bot.admins:
-                    settings.bot.admins = [*settings.bot.admins, STUDIO_USER]
-                self.engine = engine
+                self.engine = await Engine.start(local_admins=(STUDIO_USER,))
             return self.engine
 
     def context_tokens(self) -> int:

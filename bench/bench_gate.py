@@ -24,7 +24,7 @@ from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
 from bench.common import SESSION, USER, Ours, Peer, median, table, timed
 from checkpoints.factory import open_checkpointer
 from graphs.gate import build_gate_graph
-from tools.executor import ToolCall
+from tools.registry import ToolCall
 
 N_CALLS = 200
 N_TURNS = 10

@@ -30,9 +30,10 @@ from langchain_mcp_adapters.client import MultiServerMCPClient
 
 from ania.fakes.openai_server import Calls, Recorded, Reply, ScriptedOpenAI
 from bench.common import Ours, table
-from services.mcp_config import ServerSpec
-from services.mcp_conn import MCPConnection
+from services.mcp.config import ServerSpec
+from services.mcp.conn import MCPConnection
 from tests.mcp_servers.harness import HTTPServer, stdio_spec, write_config
+from tools.mcp import engine_tools
 
 N_SERVERS, N_TOOLS, TURNS = 5, 20, 10
 LOADS = {2: "get", 4: "search", 6: "export"}  # turn → verb of the tool loaded (and used) in that turn
@@ -88,7 +89,7 @@ async def session_run(servers: list[HTTPServer], root: Path, mode: str) -> dict[
         ours = await Ours.start(llm, root, mcp=mcp)
         try:
             first_tools = json.dumps(ours.tool_schemas(), ensure_ascii=False).encode()
-            mcp_tools = json.dumps([t.schema for t in ours.engine.services.mcp.engine_tools()]).encode()
+            mcp_tools = json.dumps([t.schema for t in engine_tools(ours.engine.services.mcp)]).encode()
             loaded: list[str] = []
             for turn in range(1, TURNS + 1):
                 llm.script(script_for(mode, turn, loaded))

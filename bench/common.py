@@ -16,13 +16,13 @@ from contextlib import AsyncExitStack, closing
 from pathlib import Path
 from typing import Any, Sequence
 
-from ania.bridges import ChatBridge
 from ania.engine import Engine
 from ania.fakes.openai_server import Recorded, ScriptedOpenAI
+from ania.platforms.bridge import ChatBridge
 from checkpoints.factory import CHECKPOINT_FILE, tune_sqlite
 from services.config import Settings
-from services.hook_types import NoHooks
-from services.llm import ModelFactory
+from services.hooks.types import NoHooks
+from services.llm.lean_openai import ModelFactory
 from tools.time_tool import TimeParams, TimeTool
 
 SESSION = "f:bench"

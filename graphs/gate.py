@@ -13,15 +13,21 @@ without re-running the ones before it.
 
 from __future__ import annotations
 
-from typing import Callable
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from graphs.state import GateOutput, GateState
 from nodes.context import ContextFactory, bind_context
 from nodes.execute import emit, execute_call
-from nodes.gates import admin_approval, human_approval, plan_mode, post_tool_hooks, pre_tool_hooks
+from nodes.gates import (
+    LATER,
+    admin_approval,
+    human_approval,
+    plan_mode,
+    post_tool_hooks,
+    pre_tool_hooks,
+    route_after,
+)
+from nodes.state import GateOutput, GateState
 
 #: Gates in their fixed order (cheapest first; the human is asked last).
 GATES = [
@@ -33,21 +39,6 @@ GATES = [
 ]
 
 
-LATER = ["pre_tool_hooks", "admin_approval", "human_approval", "execute", "post_tool_hooks"]
-
-
-def _after(node: str) -> Callable[[GateState], str]:
-    def route(state: GateState) -> str:
-        if state.get("blocked") or (node != "execute" and state.get("result")):
-            return "emit"
-        plan = state.get("route", [])
-        rest = plan[plan.index(node) + 1:] if node in plan else plan
-        return rest[0] if rest else END
-
-    route.__name__ = f"after_{node}"
-    return route
-
-
 def build_gate_graph(context_factory: ContextFactory | None = None, checkpointer: object = None) -> CompiledStateGraph:
     g = StateGraph(GateState, output_schema=GateOutput)
     for name, fn in GATES:
@@ -57,8 +48,8 @@ def build_gate_graph(context_factory: ContextFactory | None = None, checkpointer
     g.add_edge(START, GATES[0][0])
     for name, _ in GATES[:-1]:  # before execute: the next gate with work, execute, or emit
         later = LATER[LATER.index(name) + 1:] if name in LATER else LATER
-        g.add_conditional_edges(name, _after(name), [*later[: later.index("execute") + 1], "emit"])
-    g.add_conditional_edges("execute", _after("execute"), ["post_tool_hooks", END])
+        g.add_conditional_edges(name, route_after(name), [*later[: later.index("execute") + 1], "emit"])
+    g.add_conditional_edges("execute", route_after("execute"), ["post_tool_hooks", END])
     g.add_edge("post_tool_hooks", END)
     g.add_edge("emit", END)
     return g.compile(name="gate", checkpointer=checkpointer)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from langchain_core.messages import (
     AIMessage,
@@ -23,9 +23,10 @@ from langchain_core.messages import (
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from graphs.state import AgentState
+from nodes.hook_events import hook_event
 from nodes.prompt import SUMMARY_TAG, text_of
-from tools.context import RunContext
+from nodes.state import AgentState
+from services.context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,18 @@ def estimate_tokens(messages: Sequence[AnyMessage]) -> int:
 
 def needs_compaction(state: AgentState, limit: int) -> bool:
     return estimate_tokens(state.get("messages", [])) > limit
+
+
+def compact_or_model(context_tokens: Callable[[], int]) -> Callable[[AgentState], str]:
+    """The route before a model call: compact first when the history is over the threshold (read per run),
+    or finish when the turn already ended (a blocked prompt, an error)."""
+
+    def route(state: AgentState) -> str:
+        if state.get("status", "ok") != "ok":
+            return "finish"
+        return "compact" if needs_compaction(state, context_tokens()) else "model"
+
+    return route
 
 
 def cut_index(messages: Sequence[AnyMessage], keep_tokens: int) -> int:
@@ -90,10 +103,7 @@ async def compact(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     cut = cut_index(messages, ctx.services.settings.agent.keep_recent_tokens)
     if cut <= 0:
         return {}
-    await ctx.services.hooks.run("PreCompact", {
-        "session_id": ctx.session_key, "agent_kind": ctx.agent_kind, "prompt": None,
-        "tool_name": None, "tool_input": None, "tool_result": None,
-    })
+    await ctx.services.hooks.run(hook_event(ctx, "PreCompact"))
     try:
         reply = await ctx.services.llm.model().ainvoke(
             [SystemMessage(SUMMARIZE_PROMPT), HumanMessage(transcript(messages[:cut]))]

@@ -12,14 +12,11 @@ from typing import Any, Awaitable, Callable
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from tools.context import RunContext
+from services.context import RunContext
+from services.errors import MissingContext
 
 ContextFactory = Callable[[RunnableConfig], Awaitable[RunContext]]
 NodeFn = Callable[[Any, RunContext], Awaitable[Any]]
-
-
-class MissingContext(RuntimeError):
-    """Developer misuse: a graph was run without a run context and without a factory."""
 
 
 async def resolve(runtime: Runtime[Any], config: RunnableConfig, factory: ContextFactory | None) -> RunContext:

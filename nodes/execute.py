@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphs.state import GateState
+from nodes.state import GateState
 from nodes.tool_calls import result_dict, tool_message
-from tools.base import ToolError
-from tools.context import RunContext
-from tools.executor import ToolCall
+from services.context import RunContext
+from services.errors import ToolError
+from tools.registry import ToolCall
 
 
 async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:

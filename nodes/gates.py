@@ -7,17 +7,19 @@ answer (or a timeout's deny); Studio and the HTTP API resume with `allow` / `den
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
+from langgraph.graph import END
 from langgraph.types import interrupt
 
-from graphs.state import GateState
-from nodes.prepare import hook_payload
+from nodes.hook_events import hook_event
+from nodes.state import GateState
 from nodes.tool_calls import tool_message
-from services.plan_mode import PlanMode
-from tools.base import Tool, ToolError
-from tools.context import RunContext
-from tools.executor import ToolCall
+from services.approvals import ALLOW_WORDS
+from services.context import RunContext
+from services.errors import ToolError
+from tools.base import Tool
+from tools.registry import ToolCall
 
 PLAN_BLOCKED = (
     'Blocked: plan mode is on, and "{name}" has side effects. Plan first (todo_write is allowed); '
@@ -43,6 +45,24 @@ def shown_args(args: dict[str, Any]) -> str:
     return f"{head} … {tail}" + LONG_ARGS.format(total=len(text))
 
 
+#: The gates after plan_mode, in their fixed order (cheapest first; the human is asked last).
+LATER = ["pre_tool_hooks", "admin_approval", "human_approval", "execute", "post_tool_hooks"]
+
+
+def route_after(node: str) -> Callable[[GateState], str]:
+    """Where a gate branch goes after `node`: emit a block, the next gate with work, or the end."""
+
+    def route(state: GateState) -> str:
+        if state.get("blocked") or (node != "execute" and state.get("result")):
+            return "emit"
+        plan = state.get("route", [])
+        rest = plan[plan.index(node) + 1:] if node in plan else plan
+        return rest[0] if rest else END
+
+    route.__name__ = f"after_{node}"
+    return route
+
+
 def _call_and_tool(state: GateState, ctx: RunContext) -> tuple[ToolCall, Tool, Any]:
     call = ToolCall.from_dict(state["call"])
     tool, args = ctx.executor.resolve(call)
@@ -55,7 +75,7 @@ async def plan_mode(state: GateState, ctx: RunContext) -> dict[str, Any]:
         call, tool, args = _call_and_tool(state, ctx)
     except ToolError as e:
         return {"result": {"text": str(e), "status": "error"}}
-    if tool.has_side_effect(args, ctx) and PlanMode(ctx.services.store).is_on(ctx.session_key):
+    if tool.has_side_effect(args, ctx) and ctx.services.plan_mode.is_on(ctx.session_key):
         return {"blocked": PLAN_BLOCKED.format(name=call.name)}
     return {"route": await _route(call, tool, args, ctx)}
 
@@ -85,7 +105,7 @@ async def may_pause(call_dict: dict[str, Any], ctx: RunContext) -> bool:
 
 async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     call = ToolCall.from_dict(state["call"])
-    out = await ctx.services.hooks.run("PreToolUse", hook_payload(ctx, tool_name=call.name, tool_input=call.args))
+    out = await ctx.services.hooks.run(hook_event(ctx, "PreToolUse", tool_name=call.name, tool_input=call.args))
     if out.blocked:
         return {"blocked": HOOK_BLOCKED.format(reason=out.reason or "no reason given")}
     update: dict[str, Any] = {"notes": list(out.context)} if out.context else {}
@@ -100,8 +120,8 @@ async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
 async def post_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     """Tell PostToolUse hooks, then write the result (with any hook context) as the ToolMessage."""
     call = ToolCall.from_dict(state["call"])
-    out = await ctx.services.hooks.run("PostToolUse", hook_payload(
-        ctx, tool_name=call.name, tool_input=call.args, tool_result=state.get("result", {}).get("text")))
+    out = await ctx.services.hooks.run(hook_event(
+        ctx, "PostToolUse", tool_name=call.name, tool_input=call.args, tool_result=state.get("result", {}).get("text")))
     notes = [*state.get("notes", []), *out.context]
     return {"messages": [tool_message({**state, "notes": notes})]}
 
@@ -116,7 +136,7 @@ def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext) -> dict[str, Any]
     }
     answer = interrupt(request)
     decision = answer if isinstance(answer, dict) else {"decision": str(answer)}
-    allowed = str(decision.get("decision", "")).lower() in ("allow", "yes", "允许", "同意")
+    allowed = str(decision.get("decision", "")).lower() in ALLOW_WORDS
     ctx.services.store.log_op("tool_approval", ctx.session_key, str(decision.get("by", "")), {
         "kind": kind, "tool": call.name, "args": call.args, "decision": "allow" if allowed else "deny",
         "reason": decision.get("reason", ""),

@@ -9,10 +9,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from graphs.state import AgentState
 from nodes.prompt import request_messages, text_of
-from services.config import ConfigError
-from tools.context import RunContext
+from nodes.state import AgentState
+from services.context import RunContext
+from services.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -10,18 +10,13 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, RemoveMessage
 
-from graphs.state import AgentState
+from nodes.hook_events import hook_event
 from nodes.prompt import text_of, with_tail
-from services.todos import TodoStore
-from tools.context import RunContext
+from nodes.state import AgentState
+from services.context import RunContext
+from services.hooks import HookEventName
 
 PROMPT_BLOCKED = "Your message was not processed: {reason}"
-
-
-def hook_payload(ctx: RunContext, **fields: Any) -> dict[str, Any]:
-    base = {"session_id": ctx.session_key, "agent_kind": ctx.agent_kind, "prompt": None,
-            "tool_name": None, "tool_input": None, "tool_result": None}
-    return {**base, **fields}
 
 
 def context_block(texts: tuple[str, ...] | list[str]) -> list[str]:
@@ -38,22 +33,22 @@ async def prepare(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     hooks = ctx.services.hooks
     blocks: list[str] = []
     if ctx.services.sessions.first_turn(ctx.session_key):
-        started = await hooks.run("SessionStart", hook_payload(ctx))
+        started = await hooks.run(hook_event(ctx, "SessionStart"))
         blocks += context_block(started.context)
-    outcome = await hooks.run("UserPromptSubmit", hook_payload(ctx, prompt=text_of(last)))
+    outcome = await hooks.run(hook_event(ctx, "UserPromptSubmit", prompt=text_of(last)))
     if outcome.blocked:
         # The blocked text never reaches the model, now or in later turns.
         return {**turn, "messages": [RemoveMessage(id=last.id)], "status": "blocked",
                 "reply": PROMPT_BLOCKED.format(reason=outcome.reason or "blocked by a hook")}
     blocks += context_block(outcome.context)
     if ctx.agent_kind == "main":
-        reminder = TodoStore(ctx.services.store).reminder(ctx.session_key)
+        reminder = ctx.services.todos.reminder(ctx.session_key)
         blocks += [reminder] if reminder else []
     return {**turn, "messages": [with_tail(last, blocks)]} if blocks else turn
 
 
 async def finish(state: AgentState, ctx: RunContext) -> dict[str, Any]:
-    event = "Stop" if ctx.agent_kind == "main" else "SubagentStop"
+    event: HookEventName = "Stop" if ctx.agent_kind == "main" else "SubagentStop"
     last = state.get("messages", [])[-1:] or [None]
-    await ctx.services.hooks.run(event, hook_payload(ctx, tool_result=text_of(last[0]) if last[0] else None))
+    await ctx.services.hooks.run(hook_event(ctx, event, tool_result=text_of(last[0]) if last[0] else None))
     return {}

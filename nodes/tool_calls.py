@@ -11,8 +11,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Send
 
-from graphs.state import AgentState, GateState
-from tools.executor import ToolCall, ToolOutcome, parse_raw_arguments
+from nodes.state import AgentState, GateState
+from tools.registry import ToolCall, ToolOutcome, parse_raw_arguments
 
 TOOL_NODE = "tool_call"
 

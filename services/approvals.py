@@ -24,6 +24,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
+from services.admins import Admins
 from services.config import Settings
 from services.locks import KeyedLocks
 
@@ -67,8 +68,9 @@ class Pending:
 
 
 class Approvals:
-    def __init__(self, settings: Settings, notify: Notify, *, timeout_sec: float | None = None) -> None:
+    def __init__(self, settings: Settings, admins: Admins, notify: Notify, *, timeout_sec: float | None = None) -> None:
         self._settings = settings
+        self._admins = admins
         self._notify = notify
         #: Overrides the clamped `approval.timeout_sec` (tests use a short one).
         self._timeout = timeout_sec
@@ -77,7 +79,7 @@ class Approvals:
 
     def may_answer(self, request: dict[str, Any], user_id: str) -> str | None:
         """None when `user_id` may decide, else why not."""
-        admin = self._settings.is_admin(user_id)
+        admin = self._admins.is_admin(user_id)
         requester = request.get("requester") or ""
         if request["kind"] == "admin":
             if user_id == requester:
@@ -105,7 +107,7 @@ class Approvals:
             prompt = f"{request['prompt']}\n{HOW_TO_ANSWER.format(id=rid)}"
             places = [session]
             if request["kind"] == "admin":
-                for admin in sorted(self._settings.bot.admins):
+                for admin in self._admins.ids():
                     if admin != request.get("requester") and await self._notify(f"f:{admin}", prompt):
                         places.append(f"f:{admin}")
                         break

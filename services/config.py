@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -21,12 +21,10 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from services.errors import ConfigError
+
 ENV_PREFIX = "ANIA_"
 CONFIG_FILE = "ania.toml"
-
-
-class ConfigError(Exception):
-    """A missing or invalid setting; the message is one line naming the key and its env variable."""
 
 
 def _secret(description: str) -> dict[str, Any]:
@@ -34,6 +32,8 @@ def _secret(description: str) -> dict[str, Any]:
 
 
 class LLMSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     base_url: str = Field("", description="OpenAI-compatible endpoint, e.g. https://api.deepseek.com")
     api_key: str = Field("", **_secret("API key of the endpoint"))
     model: str = Field("", description="Model name, e.g. deepseek-chat")
@@ -43,6 +43,8 @@ class LLMSettings(BaseModel):
 
 
 class BotSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     admins: list[str] = Field(default_factory=list, description="User ids with admin rights")
     msg_event_timeout_sec: float = Field(300.0, gt=0, description="Time budget of one message")
     system_prompt: str = Field(
@@ -57,6 +59,8 @@ class BotSettings(BaseModel):
 
 
 class AgentSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     max_rounds: int = Field(20, ge=1, le=200, description="Tool rounds per message before stopping")
     context_tokens: int = Field(
         60000, ge=500, description="Estimated history size above which older turns are summarized"
@@ -67,6 +71,8 @@ class AgentSettings(BaseModel):
 
 
 class BashSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     enable: bool = Field(False, description="Offer the bash tool")
     blacklist: list[str] = Field(default_factory=list, description="Regexes that refuse a command")
     whitelist: list[str] = Field(default_factory=list, description="Regexes that run a command at once")
@@ -79,6 +85,8 @@ class BashSettings(BaseModel):
 
 
 class ApprovalSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     enable: bool = Field(True, description="Ask a human before tools in approval.tools run")
     tools: list[str] = Field(default_factory=list, description="Tool names that need approval")
     timeout_sec: float = Field(120.0, description="Approval wait, clamped to 10-240 s; timeout denies")
@@ -92,6 +100,8 @@ class ApprovalSettings(BaseModel):
 
 
 class MCPSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     lazy_load: bool = Field(True, description="Discover/load MCP tools on demand instead of all at start")
     lazy_mode: str = Field("native", pattern="^(native|proxy)$", description="native or proxy lazy loading")
     call_timeout_sec: float = Field(60.0, gt=0, description="Deadline of one MCP tool call")
@@ -99,14 +109,17 @@ class MCPSettings(BaseModel):
 
 
 class ToggleSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     enable: bool = Field(False, description="Offer the self-management tools")
 
 
 class Settings(BaseSettings):
-    """All settings. Sections mirror `ania.toml` tables."""
+    """All settings. Sections mirror `ania.toml` tables. Frozen once loaded: nothing changes them at run
+    time (config_set writes the file; the new value takes effect at the next start)."""
 
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore", case_sensitive=False
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="ignore", case_sensitive=False, frozen=True
     )
 
     llm: LLMSettings = Field(default_factory=LLMSettings)

@@ -1,29 +1,36 @@
-"""The services a run can reach, built once by the composition root (ania/engine.py)."""
+"""The services a run can reach, built once by the composition root (ania/compose.py) and passed in
+through the run context. Nothing here is a module global."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
+from services.admins import Admins
+from services.approvals import Approvals
 from services.config import Paths, Settings
-from services.hook_types import HookRunner, NoHooks
+from services.hooks.types import HookRunner
+from services.llm import ModelFactory
+from services.mcp import MCPManager
+from services.outboxes import Outboxes
+from services.plan_mode import PlanMode
 from services.sessions import SessionRegistry
 from services.store import AppStore
-from tools.executor import SharedExecutor
-
-if TYPE_CHECKING:
-    from services.llm import ModelFactory
-    from services.mcp import MCPManager
+from services.todos import TodoStore
+from tools.registry import SharedExecutor
 
 
 @dataclass(frozen=True)
 class Services:
     settings: Settings
     paths: Paths
+    admins: Admins
     store: AppStore
     shared_tools: SharedExecutor
     sessions: SessionRegistry
-    llm: "ModelFactory"
-    hooks: HookRunner = field(default_factory=NoHooks)
-    #: The MCP manager (services/mcp.py); None in runs built without one (some unit tests).
-    mcp: "MCPManager | None" = None
+    llm: ModelFactory
+    hooks: HookRunner
+    mcp: MCPManager
+    outboxes: Outboxes
+    approvals: Approvals
+    plan_mode: PlanMode
+    todos: TodoStore

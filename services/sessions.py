@@ -1,47 +1,61 @@
-"""Per-session live objects that must outlive one turn but are not graph state: the session executor.
+"""Per-session live state that outlives one turn but is not graph state: the session's tool executor, and
+whether SessionStart has fired and whether its last turn ended cleanly in this process.
 
-Restorers (e.g. the MCP manager re-loading a session's lazily loaded tools after a restart) are
-called once when a session's executor is first created in this process.
+Bounded: only the `max_sessions` most recently used sessions are kept. An evicted session is rebuilt on
+demand (its executor from the shared tools plus the restorers, e.g. MCP tools it loaded, kept in the
+store); for it SessionStart fires again (the session is "re-created", as the seed puts it) and its next
+turn checks the checkpoint for a dangling step.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
-from tools.executor import SessionExecutor, SharedExecutor
+from services.lru import LRU
+from tools.registry import SessionExecutor, SharedExecutor
 
 Restorer = Callable[[str, SessionExecutor], None]
+MAX_SESSIONS = 1024
+
+
+@dataclass
+class SessionState:
+    executor: SessionExecutor
+    started: bool = False  # SessionStart fired for it in this process
+    clean: bool = False  # its last turn ended cleanly: nothing dangling to settle
 
 
 class SessionRegistry:
-    def __init__(self, shared: SharedExecutor) -> None:
+    def __init__(self, shared: SharedExecutor, max_sessions: int = MAX_SESSIONS) -> None:
         self.shared = shared
-        self._executors: dict[str, SessionExecutor] = {}
+        self._states: LRU[str, SessionState] = LRU(max_sessions)
         self._restorers: list[Restorer] = []
-        self._started: set[str] = set()
 
     def add_restorer(self, fn: Restorer) -> None:
         self._restorers.append(fn)
 
-    def executor(self, session_key: str) -> SessionExecutor:
-        ex = self._executors.get(session_key)
-        if ex is None:
-            ex = self._executors[session_key] = SessionExecutor(self.shared)
+    def state(self, session_key: str) -> SessionState:
+        st = self._states.get(session_key)
+        if st is None:
+            ex = SessionExecutor(self.shared, owner=session_key)
             for fn in self._restorers:
                 fn(session_key, ex)
-        return ex
+            st = self._states.put(session_key, SessionState(ex))
+        return st
+
+    def executor(self, session_key: str) -> SessionExecutor:
+        return self.state(session_key).executor
 
     def first_turn(self, session_key: str) -> bool:
-        """True once per session and process: SessionStart hooks fire when a session is (re)created."""
-        if session_key in self._started:
-            return False
-        self._started.add(session_key)
-        return True
+        """True once per session while it stays in memory: SessionStart hooks fire when a session is (re)created."""
+        st = self.state(session_key)
+        first, st.started = not st.started, True
+        return first
 
     def fresh(self) -> SessionExecutor:
         """A throwaway executor (subagents, clock runs): shared tools only, nothing persisted."""
         return SessionExecutor(self.shared)
 
-    def owns(self, session_key: str, executor: SessionExecutor) -> bool:
-        """Whether `executor` is the session's own (persisted loads) rather than a throwaway one."""
-        return self._executors.get(session_key) is executor
+    def __len__(self) -> int:
+        return len(self._states)

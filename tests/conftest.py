@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
 import pytest
 
-from ania.bridges import ChatBridge
+from ania.compose import build_services
 from ania.engine import Engine
 from ania.entry import MessageEntry
 from ania.fakes.openai_server import ScriptedOpenAI
-from services.config import Settings
-from services.hook_types import NoHooks
+from ania.platforms.bridge import ChatBridge
+from services.config import Paths, Settings
+from services.container import Services
+from services.context import RunContext
+from services.hooks.types import NoHooks
 
 
 @pytest.fixture
@@ -38,7 +42,7 @@ class Chat:
         self.engine = engine
         self.out = out
         self.entry = MessageEntry(engine, self.bridge)
-        engine.outbox = self._outbox
+        self.detach = engine.services.outboxes.attach("test chat", self._outbox)
 
     def bridge(self, session_key: str) -> ChatBridge:
         async def send(text: str) -> None:
@@ -57,6 +61,26 @@ class Chat:
         if task is not None:
             await task
         return self.out.get(session_key, [])[before:]
+
+
+@pytest.fixture
+async def make_services(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    """Services from the one composition root (ania/compose.py), on temp dirs, closed after the test."""
+    stack = AsyncExitStack()
+
+    async def factory(settings: Settings | None = None, **kw: Any) -> Services:
+        paths = Paths(tmp_path / "config", tmp_path / "data")
+        paths.config_dir.mkdir(parents=True, exist_ok=True)
+        return await build_services(paths, settings or Settings(), stack, hooks=kw.pop("hooks", NoHooks()), **kw)
+
+    yield factory
+    await stack.aclose()
+
+
+def run_context(services: Services, session_key: str = "f:u1", requester: str = "u1", **kw: Any) -> RunContext:
+    """A run context on the session's own executor, for tools called outside a graph."""
+    return RunContext(session_key=session_key, requester=requester, bridge=kw.pop("bridge", None),  # type: ignore[arg-type]
+                      executor=services.sessions.executor(session_key), services=services, **kw)
 
 
 @pytest.fixture

@@ -163,7 +163,7 @@ async def test_message_budget_stops_a_slow_tool_and_the_session_stays_consistent
     scripted_llm.script([Calls([("sleepy", {"label": "slow"}), ("time", {})])])
     out = await chat.say("f:u1", "u1", "take your time")
     assert out == ["Sorry, this took longer than 1.5 s (bot.msg_event_timeout_sec) and was stopped."]
-    chat.engine.services.settings.bot.msg_event_timeout_sec = 30
+    chat = await make_chat(make_settings(scripted_llm))  # the same data dir, a normal budget
     scripted_llm.script([Reply("ok")])
     assert await chat.say("f:u1", "u1", "next") == ["ok"]
     msgs = scripted_llm.requests[-1].messages
@@ -176,7 +176,7 @@ async def test_message_budget_stops_a_slow_tool_and_the_session_stays_consistent
 
 
 async def test_corrupt_extension_files_do_not_stop_the_bot(scripted_llm, make_chat, tmp_path, caplog):
-    from services.hooks import HookManager
+    from services.hooks.manager import HookManager
 
     cfg = tmp_path / "config"
     cfg.mkdir()
@@ -193,10 +193,10 @@ async def test_corrupt_extension_files_do_not_stop_the_bot(scripted_llm, make_ch
 class BrokenStopHooks:
     """A hook runner with a bug in one event: the turn must still end with a reply."""
 
-    async def run(self, event, payload):
-        from services.hook_types import HookOutcome
+    async def run(self, event):
+        from services.hooks import HookOutcome
 
-        if event == "Stop":
+        if event.name == "Stop":
             raise RuntimeError("hook runner bug")
         return HookOutcome()
 

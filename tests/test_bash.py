@@ -12,38 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from services import sandbox
-from services.config import BashSettings, ConfigError, Paths, Settings
-from services.container import Services
-from services.sessions import SessionRegistry
-from services.store import AppStore
+from services.config import BashSettings, Settings
+from services.context import RunContext
+from services.errors import ConfigError, ToolError
+from services.sandbox import bwrap as sandbox
+from tests.conftest import run_context
 from tools import bash as bash_module
-from tools.base import ToolError
 from tools.bash import BashParams, BashTool, bash_tools
-from tools.context import RunContext
-from tools.executor import SessionExecutor, SharedExecutor
 
 NEEDS_BWRAP = pytest.mark.skipif(not sandbox.bwrap_works(), reason="bubblewrap (bwrap) does not work here")
 
 
 @pytest.fixture
-def make_ctx(tmp_path: Path):
-    stores: list[AppStore] = []
+def make_ctx(make_services):
+    async def make(settings: Settings | None = None, deadline: float | None = None) -> RunContext:
+        return run_context(await make_services(settings or Settings()), "g:1", deadline=deadline)
 
-    def make(settings: Settings | None = None, deadline: float | None = None) -> RunContext:
-        shared = SharedExecutor()
-        store = AppStore(tmp_path / "data" / "ania.db")
-        stores.append(store)
-        services = Services(
-            settings=settings or Settings(), paths=Paths(tmp_path / "config", tmp_path / "data"),
-            store=store, shared_tools=shared, sessions=SessionRegistry(shared), llm=None,  # type: ignore[arg-type]
-        )
-        return RunContext(session_key="group:1", requester="u1", bridge=None,  # type: ignore[arg-type]
-                          executor=SessionExecutor(shared), services=services, deadline=deadline)
-
-    yield make
-    for s in stores:
-        s.close()
+    return make
 
 
 @pytest.fixture(params=["off", pytest.param("bwrap", marks=NEEDS_BWRAP)])
@@ -139,15 +124,15 @@ def test_blacklist_wins_over_whitelist_and_nothing_configured_asks(tmp_path: Pat
     assert tool(tmp_path, blacklist=[r"^rm\s"]).classify("ls -la") == "ask"
 
 
-def test_approval_reason_only_when_asking(tmp_path: Path, make_ctx) -> None:
-    t, ctx = tool(tmp_path, blacklist=[r"^rm\s"], whitelist=[r"^ls\b"]), make_ctx()
+async def test_approval_reason_only_when_asking(tmp_path: Path, make_ctx) -> None:
+    t, ctx = tool(tmp_path, blacklist=[r"^rm\s"], whitelist=[r"^ls\b"]), await make_ctx()
     assert t.approval_reason(BashParams(command="cat a"), ctx) == "bash command not on the whitelist: cat a"
     assert t.approval_reason(BashParams(command="ls -la"), ctx) is None
     assert t.approval_reason(BashParams(command="rm -rf a"), ctx) is None  # refused at execute, no human
 
 
-def test_approval_reason_says_why_and_shows_a_bounded_command(tmp_path: Path, make_ctx) -> None:
-    t, ctx = tool(tmp_path, whitelist=[r"^ls\b"]), make_ctx()
+async def test_approval_reason_says_why_and_shows_a_bounded_command(tmp_path: Path, make_ctx) -> None:
+    t, ctx = tool(tmp_path, whitelist=[r"^ls\b"]), await make_ctx()
     why = t.approval_reason(BashParams(command="ls <<EOF\nx\nEOF"), ctx)
     assert why and "could not be checked fully: a here-document (<<)" in why
     why = t.approval_reason(BashParams(command="ls ../config"), ctx)
@@ -179,45 +164,45 @@ def test_bash_tools_only_when_enabled(tmp_path: Path) -> None:
 async def test_runs_in_the_workdir_which_is_created(tmp_path: Path, make_ctx, mode: str) -> None:
     t = BashTool(BashSettings(sandbox=mode), tmp_path / "a" / "workspace")
     assert not t.workdir.exists()
-    out = await run(t, make_ctx(), "pwd; touch made")
+    out = await run(t, await make_ctx(), "pwd; touch made")
     assert os.path.realpath(out) == os.path.realpath(tmp_path / "a" / "workspace")
     assert (t.workdir / "made").exists()
 
 
 async def test_stdout_and_stderr_merged_in_order_and_exit_code(tmp_path: Path, make_ctx, mode: str) -> None:
-    out = await run(tool(tmp_path, sandbox=mode), make_ctx(), "echo a; echo b >&2; echo c; exit 3")
+    out = await run(tool(tmp_path, sandbox=mode), await make_ctx(), "echo a; echo b >&2; echo c; exit 3")
     assert out == "a\nb\nc\n[exit code 3]"
-    assert await run(tool(tmp_path, sandbox=mode), make_ctx(), "echo fine") == "fine"
+    assert await run(tool(tmp_path, sandbox=mode), await make_ctx(), "echo fine") == "fine"
 
 
 async def test_no_output(tmp_path: Path, make_ctx) -> None:
-    assert await run(tool(tmp_path), make_ctx(), "true") == "(no output)"
-    assert await run(tool(tmp_path), make_ctx(), "false") == "(no output)\n[exit code 1]"
+    assert await run(tool(tmp_path), await make_ctx(), "true") == "(no output)"
+    assert await run(tool(tmp_path), await make_ctx(), "false") == "(no output)\n[exit code 1]"
 
 
 async def test_output_truncated_in_characters(tmp_path: Path, make_ctx) -> None:
-    out = await run(tool(tmp_path), make_ctx(), "printf 'é%.0s' {1..9000}; printf '\\xff'; exit 2")
+    out = await run(tool(tmp_path), await make_ctx(), "printf 'é%.0s' {1..9000}; printf '\\xff'; exit 2")
     assert out == "é" * 8000 + "\n[output truncated: 8000 of 9001 characters shown]\n[exit code 2]"
 
 
 async def test_invalid_utf8_is_replaced(tmp_path: Path, make_ctx) -> None:
-    assert await run(tool(tmp_path), make_ctx(), "printf 'a\\xffb'") == "a\ufffdb"
+    assert await run(tool(tmp_path), await make_ctx(), "printf 'a\\xffb'") == "a\ufffdb"
 
 
 async def test_timeout_kills_the_process_group(tmp_path: Path, make_ctx, mode: str) -> None:
     t = tool(tmp_path, timeout_sec=0.5, sandbox=mode)
-    out = await run(t, make_ctx(), "echo started; sleep 30.101 & wait")
+    out = await run(t, await make_ctx(), "echo started; sleep 30.101 & wait")
     assert out == "started\n[timed out after 0.5 s]"
     assert wait_no_procs("sleep 30.101")
 
 
 async def test_run_deadline_shortens_the_timeout(tmp_path: Path, make_ctx) -> None:
-    out = await run(tool(tmp_path, timeout_sec=30), make_ctx(deadline=time.monotonic() + 0.5), "sleep 20")
+    out = await run(tool(tmp_path, timeout_sec=30), await make_ctx(deadline=time.monotonic() + 0.5), "sleep 20")
     assert re.fullmatch(r"\(no output\)\n\[timed out after 0\.[3-5] s\]", out), out
 
 
 async def test_background_jobs_do_not_outlive_the_command(tmp_path: Path, make_ctx, mode: str) -> None:
-    out = await run(tool(tmp_path, sandbox=mode), make_ctx(), "sleep 30.102 >/dev/null 2>&1 & echo done")
+    out = await run(tool(tmp_path, sandbox=mode), await make_ctx(), "sleep 30.102 >/dev/null 2>&1 & echo done")
     assert out == "done"
     assert wait_no_procs("sleep 30.102")
 
@@ -227,7 +212,7 @@ async def test_refusal_names_the_pattern_and_runs_nothing(tmp_path: Path, make_c
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "keep").write_text("x")
     with pytest.raises(ToolError) as e:
-        await run(t, make_ctx(), "ls && /bin/rm -f keep")
+        await run(t, await make_ctx(), "ls && /bin/rm -f keep")
     assert 'blacklist pattern "^rm\\s"' in str(e.value) and "bash.blacklist" in str(e.value)
     assert (tmp_path / "ws" / "keep").exists()
 
@@ -236,6 +221,6 @@ async def test_the_command_gets_a_minimal_environment(tmp_path: Path, make_ctx, 
     monkeypatch.setenv("ANIA_LLM__API_KEY", "sekrit-value")
     monkeypatch.setenv("OTHER_VAR", "other-value")
     monkeypatch.setenv("LANG", "C.UTF-8")
-    out = await run(tool(tmp_path, sandbox=mode), make_ctx(), "env")
+    out = await run(tool(tmp_path, sandbox=mode), await make_ctx(), "env")
     assert "sekrit-value" not in out and "other-value" not in out
     assert "LANG=C.UTF-8" in out and f"HOME={os.path.realpath(tmp_path / 'ws')}" in out

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from services.config import ApprovalSettings, Settings
+from services.errors import ToolError
 from tests.test_bash import make_ctx, run, tool  # noqa: F401 - make_ctx is a fixture
-from tools.base import ToolError
 from tools.bash import BashParams, BashTool
 from tools.bash_parse import MAX_SEGMENTS
 
@@ -39,7 +39,7 @@ def bash_deletes_sentinel(tmp_path: Path, line: str) -> bool:
 
 async def assert_refused_with_approval_off(t: BashTool, make_ctx, line: str) -> str:  # noqa: F811
     with pytest.raises(ToolError) as e:
-        await run(t, make_ctx(APPROVAL_OFF), line)
+        await run(t, await make_ctx(APPROVAL_OFF), line)
     assert (t.workdir / "x" / "sentinel").exists()
     return str(e.value)
 
@@ -62,11 +62,11 @@ LOOKALIKES = ["ls '\\''; rm -rf x; ls '\\'", "ls \"'; rm -rf x; echo '\"", "echo
 
 
 @pytest.mark.parametrize("line", QUOTING + QUOTING_FAMILY)
-def test_quoting_tricks_are_never_whitelisted(tmp_path: Path, make_ctx, line: str) -> None:  # noqa: F811
+async def test_quoting_tricks_are_never_whitelisted(tmp_path: Path, make_ctx, line: str) -> None:  # noqa: F811
     t = probe_tool(tmp_path)
     assert t.classify(line) != "allow"
     if t.classify(line) == "ask":  # a human sees it, told why
-        assert "bash command not on the whitelist" in (t.approval_reason(BashParams(command=line), make_ctx()) or "")
+        assert "bash command not on the whitelist" in (t.approval_reason(BashParams(command=line), await make_ctx()) or "")
 
 
 @pytest.mark.parametrize("line", QUOTING + QUOTING_FAMILY)
@@ -113,7 +113,7 @@ def test_many_whitelisted_commands_are_not_whitelisted_at_once(tmp_path: Path) -
 
 async def test_a_sure_line_without_blacklist_hits_still_runs_with_approval_off(tmp_path: Path, make_ctx) -> None:  # noqa: F811
     t = probe_tool(tmp_path)
-    assert await run(t, make_ctx(APPROVAL_OFF), "mkdir -p y && echo made") == "made"
+    assert await run(t, await make_ctx(APPROVAL_OFF), "mkdir -p y && echo made") == "made"
 
 
 # --- 3. one line freezing every session ----------------------------------------------------------
@@ -121,9 +121,9 @@ async def test_a_sure_line_without_blacklist_hits_still_runs_with_approval_off(t
 
 async def test_a_100kb_line_with_300_unclosed_substitutions_is_judged_once(tmp_path: Path, make_ctx) -> None:  # noqa: F811
     t, line = probe_tool(tmp_path), "echo " + "$(" * 300 + "a" * 100_000
-    ctx = make_ctx(APPROVAL_OFF)
+    ctx = await make_ctx(APPROVAL_OFF)
     assert t.check(line) == ("ask", None)
-    assert "longer than 8192" in (t.approval_reason(BashParams(command=line), make_ctx()) or "")
+    assert "longer than 8192" in (t.approval_reason(BashParams(command=line), await make_ctx()) or "")
     with pytest.raises(ToolError):
         await run(t, ctx, line)
     assert t.decide.cache_info().misses == 1
@@ -139,12 +139,12 @@ def test_deep_nesting_is_judged_without_recursion(tmp_path: Path, line: str) -> 
     assert t.decide(line).doubt
 
 
-def test_the_verdict_is_computed_once_per_line(tmp_path: Path, make_ctx, monkeypatch) -> None:  # noqa: F811
+async def test_the_verdict_is_computed_once_per_line(tmp_path: Path, make_ctx, monkeypatch) -> None:  # noqa: F811
     from tools import bash as bash_module
     calls: list[str] = []
     real = bash_module.parse_line
     monkeypatch.setattr(bash_module, "parse_line", lambda line: calls.append(line) or real(line))
-    t, ctx = probe_tool(tmp_path), make_ctx()
+    t, ctx = probe_tool(tmp_path), await make_ctx()
     for _ in range(3):
         t.approval_reason(BashParams(command="cat a"), ctx)
         t.check("cat a")
@@ -175,5 +175,5 @@ def test_unsandboxed_absolute_paths_inside_the_workspace_are_whitelisted(tmp_pat
 async def test_unsandboxed_secrets_are_not_in_the_environment(tmp_path: Path, make_ctx, monkeypatch) -> None:  # noqa: F811
     monkeypatch.setenv("ANIA_LLM__API_KEY", "sk-attack-probe")
     monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-attack-probe")
-    out = await run(probe_tool(tmp_path), make_ctx(), "env; cat /proc/$$/environ | tr '\\0' '\\n'")
+    out = await run(probe_tool(tmp_path), await make_ctx(), "env; cat /proc/$$/environ | tr '\\0' '\\n'")
     assert "attack-probe" not in out

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from services import sandbox
+from services.errors import ToolError
+from services.sandbox import bwrap as sandbox
 from tests.test_bash import NEEDS_BWRAP, make_ctx, mode, procs_with, run, tool, wait_no_procs  # noqa: F401
 from tools import bash as bash_module
-from tools.base import ToolError
 from tools.bash import BashParams
 
 SECRET = "sk-sandbox-secret-4711"
@@ -45,9 +45,9 @@ async def test_sandboxed_parent_environ_has_no_secret(tmp_path: Path, make_ctx, 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     t = tool(tmp_path, whitelist=[r"^cat\b", r"^tr\b"], sandbox="bwrap")
     assert t.classify("cat /proc/$PPID/environ") == "allow"  # whitelisted: the sandbox is the protection
-    out = await run(t, make_ctx(), "cat /proc/$PPID/environ /proc/1/environ /proc/self/environ | tr '\\0' '\\n'")
+    out = await run(t, await make_ctx(), "cat /proc/$PPID/environ /proc/1/environ /proc/self/environ | tr '\\0' '\\n'")
     assert SECRET not in out and "PATH=" in out
-    out = await run(t, make_ctx(), "echo $PPID; tr '\\0' ' ' < /proc/1/cmdline; echo; ls /proc | grep -c '^[0-9]'")
+    out = await run(t, await make_ctx(), "echo $PPID; tr '\\0' ' ' < /proc/1/cmdline; echo; ls /proc | grep -c '^[0-9]'")
     ppid, init, count = out.split("\n")
     assert ppid == "1" and init.split()[0].endswith("bwrap") and int(count) <= 4  # the bot is not in there
 
@@ -57,7 +57,7 @@ async def test_sandboxed_config_next_to_the_workspace_cannot_be_read(tmp_path: P
     ws, cfg = workspace_and_config(tmp_path)
     t = tool(tmp_path, workdir=str(ws), sandbox="bwrap")
     for line in ("cat ../../config/ania.toml", f"cat {cfg}/ania.toml", "cat ../../*/ania.toml"):
-        out = await run(t, make_ctx(), line)
+        out = await run(t, await make_ctx(), line)
         assert SECRET not in out and "No such file" in out and out.endswith("[exit code 1]")
 
 
@@ -65,13 +65,13 @@ async def test_sandboxed_config_next_to_the_workspace_cannot_be_read(tmp_path: P
 async def test_sandboxed_bot_files_are_invisible_and_the_system_read_only(tmp_path: Path, make_ctx) -> None:  # noqa: F811
     repo = Path(__file__).resolve().parents[1]
     t = tool(tmp_path, sandbox="bwrap")
-    out = await run(t, make_ctx(), f"ls {repo}/README.md {sys.prefix}")
+    out = await run(t, await make_ctx(), f"ls {repo}/README.md {sys.prefix}")
     assert f"cannot access '{repo}/README.md'" in out and f"cannot access '{sys.prefix}'" in out
-    top = set((await run(t, make_ctx(), "ls /")).split())
+    top = set((await run(t, await make_ctx(), "ls /")).split())
     assert {"usr", "etc", "tmp", "proc", "dev"} <= top and not top & {"root", "home", "work", "var", "opt"}
-    out = await run(t, make_ctx(), "id -u; touch /usr/x /etc/x; echo ok")
+    out = await run(t, await make_ctx(), "id -u; touch /usr/x /etc/x; echo ok")
     assert out.startswith("65534\n") and "Read-only file system" in out and out.endswith("ok")
-    assert "root:" not in await run(t, make_ctx(), "cat /etc/shadow")  # masked
+    assert "root:" not in await run(t, await make_ctx(), "cat /etc/shadow")  # masked
 
 
 @NEEDS_BWRAP
@@ -90,7 +90,7 @@ async def test_sandboxed_network_only_when_enabled(tmp_path: Path, make_ctx, net
     threading.Thread(target=serve, daemon=True).start()
     try:
         t = tool(tmp_path, sandbox="bwrap", network=network)
-        out = await run(t, make_ctx(), f"echo hello > /dev/tcp/127.0.0.1/{port} && echo sent")
+        out = await run(t, await make_ctx(), f"echo hello > /dev/tcp/127.0.0.1/{port} && echo sent")
     finally:
         time.sleep(0.1)
         server.close()
@@ -105,7 +105,7 @@ async def test_sandboxed_network_only_when_enabled(tmp_path: Path, make_ctx, net
 
 async def test_setsid_background_job_does_not_hold_the_call(tmp_path: Path, make_ctx, mode: str) -> None:  # noqa: F811
     t = tool(tmp_path, timeout_sec=20, sandbox=mode)
-    out = await run(t, make_ctx(), "setsid sleep 301 & echo started")
+    out = await run(t, await make_ctx(), "setsid sleep 301 & echo started")
     assert out == "started"  # not "[timed out after 20 s]"
     assert wait_no_procs("sleep 301")
 
@@ -118,7 +118,7 @@ async def test_setsid_background_job_does_not_hold_the_call(tmp_path: Path, make
 ])
 async def test_escaped_descendants_are_killed(tmp_path: Path, make_ctx, mode: str, line: str) -> None:  # noqa: F811
     token = "sleep " + line.split("sleep ")[1].split()[0].rstrip("'")
-    out = await run(tool(tmp_path, timeout_sec=20, sandbox=mode), make_ctx(), line)
+    out = await run(tool(tmp_path, timeout_sec=20, sandbox=mode), await make_ctx(), line)
     assert out == "started"
     assert wait_no_procs(token)
 
@@ -128,7 +128,7 @@ async def test_a_survivor_holding_the_pipe_does_not_hold_the_call(tmp_path: Path
     the call still returns at once. Sandboxed, the PID namespace takes it down too."""
     line = "env -i setsid sleep 303.1 & echo started"
     try:
-        out = await run(tool(tmp_path, timeout_sec=20, sandbox=mode), make_ctx(), line)
+        out = await run(tool(tmp_path, timeout_sec=20, sandbox=mode), await make_ctx(), line)
         assert out == "started"
         if mode == "bwrap":
             assert wait_no_procs("sleep 303.1")
@@ -143,8 +143,8 @@ def test_a_crash_of_the_bot_kills_its_sandboxed_commands(tmp_path: Path) -> None
         import asyncio, sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
         from pathlib import Path
-        from services.sandbox import bwrap_args
-        from services.sandbox_run import run_command
+        from services.sandbox.bwrap import bwrap_args
+        from services.sandbox.run import run_command
         ws = Path({str(tmp_path / "ws")!r})
         ws.mkdir()
         asyncio.run(run_command("setsid sleep 304.1 & sleep 304.2", ws, 60, bwrap_args(ws)))
@@ -174,10 +174,10 @@ async def test_required_sandbox_missing_refuses_every_call(tmp_path: Path, make_
     with caplog.at_level(logging.WARNING, logger="tools.bash"):
         t = tool(tmp_path, whitelist=[r"^echo\b"], sandbox="bwrap")
     assert [r.levelname for r in caplog.records] == ["ERROR"] and "bash.sandbox" in caplog.records[0].message
-    assert t.approval_reason(BashParams(command="rm x"), make_ctx()) is None  # no human to bother
+    assert t.approval_reason(BashParams(command="rm x"), await make_ctx()) is None  # no human to bother
     for line in ("echo hi", "rm x"):
         with pytest.raises(ToolError) as e:
-            await run(t, make_ctx(), line)
+            await run(t, await make_ctx(), line)
         assert 'bash.sandbox = "bwrap"' in str(e.value) and "bwrap is not installed" in str(e.value)
     assert not (tmp_path / "ws").exists()
 
@@ -188,7 +188,7 @@ async def test_auto_without_bwrap_warns_once_and_runs_unsandboxed(tmp_path: Path
         t = tool(tmp_path, sandbox="auto")
     assert [r.levelname for r in caplog.records] == ["WARNING"] and "UNSANDBOXED" in caplog.records[0].message
     assert not t.sandboxed
-    assert "ANIA_BASH_RUN=" in await run(t, make_ctx(), "env")  # the escape marker of unsandboxed runs
+    assert "ANIA_BASH_RUN=" in await run(t, await make_ctx(), "env")  # the escape marker of unsandboxed runs
     assert len(caplog.records) == 1
 
 
@@ -210,7 +210,7 @@ def test_bot_dirs_inside_system_dirs_are_hidden(tmp_path: Path) -> None:
 
 
 async def test_a_cancelled_call_leaves_nothing_running(tmp_path: Path, make_ctx, mode: str) -> None:  # noqa: F811
-    call = asyncio.create_task(run(tool(tmp_path, sandbox=mode), make_ctx(), "sleep 305.1 & setsid sleep 305.2 & wait"))
+    call = asyncio.create_task(run(tool(tmp_path, sandbox=mode), await make_ctx(), "sleep 305.1 & setsid sleep 305.2 & wait"))
     end = time.monotonic() + 5
     while not (procs_with("sleep 305.1") and procs_with("sleep 305.2")) and time.monotonic() < end:
         await asyncio.sleep(0.02)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.config import ConfigError, load_settings, registry, require_llm
+from services.config import load_settings, registry, require_llm
+from services.errors import ConfigError
 
 
 def test_file_then_environment(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ import asyncio
 from pydantic import BaseModel, Field
 
 from tools.base import Tool
-from tools.executor import SessionExecutor, SharedExecutor, ToolCall
+from tools.registry import SessionExecutor, SharedExecutor, ToolCall
 
 
 class P(BaseModel):

@@ -10,7 +10,7 @@ import time
 from pydantic import BaseModel, Field
 
 from ania.fakes.openai_server import Calls, Reply
-from services.hooks import HookManager
+from services.hooks.manager import HookManager
 from tests.conftest import make_settings
 from tools.base import Tool
 
@@ -104,7 +104,7 @@ async def _ask_then(chat, session, requester, text, replies):
     task = await chat.entry.submit(session, requester, text)
     answers = []
     for user, reply in replies:
-        await wait_for(lambda: chat.engine.approvals.is_waiting(session))
+        await wait_for(lambda: chat.engine.services.approvals.is_waiting(session))
         answers.append(await chat.say(session, user, reply))
     await task
     return answers
@@ -137,7 +137,7 @@ async def test_deny_and_ordinary_messages_are_not_taken(scripted_llm, make_chat)
     chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"]}))
     scripted_llm.script([Calls([("time", {})]), Reply("understood"), Reply("second")])
     task = await chat.entry.submit("f:u1", "u1", "time?")
-    await wait_for(lambda: chat.engine.approvals.is_waiting("f:u1"))
+    await wait_for(lambda: chat.engine.services.approvals.is_waiting("f:u1"))
     queued = await chat.entry.submit("f:u1", "u1", "by the way, hello")  # not an approval word: queued
     assert queued is not None
     await chat.say("f:u1", "u1", "拒绝")
@@ -153,7 +153,7 @@ async def test_config_change_needs_another_admin(scripted_llm, make_chat):
     chat.engine.services.shared_tools.add([FakeConfigSet()])
     scripted_llm.script([Calls([("config_set", {"key": "agent.max_rounds", "value": "5"})]), Reply("changed")])
     task = await chat.entry.submit("g:ops", "admin", "set max rounds to 5")
-    await wait_for(lambda: chat.engine.approvals.is_waiting("f:admin2"))
+    await wait_for(lambda: chat.engine.services.approvals.is_waiting("f:admin2"))
     assert chat.out["f:admin2"][0].startswith('Tool "config_set" wants to run')  # prompt went to the other admin
     assert await chat.say("g:ops", "admin", "allow") == [
         "You cannot answer this approval: the requester cannot approve their own configuration change."]
@@ -194,7 +194,7 @@ async def test_stop_cancels_the_wait_and_the_session_goes_on(scripted_llm, make_
     chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"]}))
     scripted_llm.script([Calls([("time", {})])])
     task = await chat.entry.submit("f:u1", "u1", "time?")
-    await wait_for(lambda: chat.engine.approvals.is_waiting("f:u1"))
+    await wait_for(lambda: chat.engine.services.approvals.is_waiting("f:u1"))
     assert await chat.say("f:u1", "u1", "/stop") == ["Stopped 1 running or queued message(s)."]
     assert task.cancelled()
     scripted_llm.script([Reply("fresh start")])
@@ -213,7 +213,7 @@ async def test_two_approvals_are_asked_one_after_the_other(scripted_llm, make_ch
     scripted_llm.script([Calls([("time", {"timezone": "UTC"}), ("write_note", {"key": "fast"}),
                                 ("time", {"timezone": "Asia/Tokyo"})]), Reply("all done")])
     task = await chat.entry.submit("f:u1", "u1", "go")
-    await wait_for(lambda: chat.engine.approvals.is_waiting("f:u1"))
+    await wait_for(lambda: chat.engine.services.approvals.is_waiting("f:u1"))
     assert note.ran and note.ran[0][0] == "fast"  # the third tool already finished
     prompts = [t for t in chat.out["f:u1"] if t.startswith('Tool "time"')]
     assert len(prompts) == 1 and '"UTC"' in prompts[0]  # one question at a time
@@ -242,7 +242,7 @@ async def test_only_calls_that_may_pause_store_gate_checkpoints(scripted_llm, ma
     assert branch_rows() == 0  # a call that cannot pause runs its gates without a checkpointer
     scripted_llm.script([Calls([("time", {})]), Reply("asked")])
     task = await chat.entry.submit("f:u1", "u1", "time?")
-    await wait_for(lambda: chat.engine.approvals.is_waiting("f:u1"))
+    await wait_for(lambda: chat.engine.services.approvals.is_waiting("f:u1"))
     assert branch_rows() >= 1  # the approval pause is stored, so it can resume
     await chat.say("f:u1", "u1", "allow")
     await task
@@ -252,16 +252,17 @@ async def test_only_calls_that_may_pause_store_gate_checkpoints(scripted_llm, ma
 async def test_admin_prompt_falls_back_to_the_session_when_the_private_chat_fails(scripted_llm, make_chat):
     chat = await make_chat(make_settings(scripted_llm, bot={"admins": ["admin", "admin2"]}))
     chat.engine.services.shared_tools.add([FakeConfigSet()])
-    delivered = chat.engine.outbox
+    delivered = chat._outbox
 
     async def no_private_chats(session_key: str, text: str) -> bool:
         return False if session_key.startswith("f:admin") else await delivered(session_key, text)
 
-    chat.engine.outbox = no_private_chats
+    chat.detach()
+    chat.engine.services.outboxes.attach("no private chats", no_private_chats)
     scripted_llm.script([Calls([("config_set", {"key": "k", "value": "v"})]), Reply("done")])
     task = await chat.entry.submit("g:ops", "u5", "change k")
-    await wait_for(lambda: chat.engine.approvals.is_waiting("g:ops"))
-    assert not chat.engine.approvals.is_waiting("f:admin2")
+    await wait_for(lambda: chat.engine.services.approvals.is_waiting("g:ops"))
+    assert not chat.engine.services.approvals.is_waiting("f:admin2")
     assert chat.out["g:ops"][0].startswith('Tool "config_set" wants to run')
     assert (await chat.say("g:ops", "admin2", "allow"))[0].startswith('Allowed: "config_set"')
     await task

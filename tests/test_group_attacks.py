@@ -20,7 +20,7 @@ async def test_group_member_mcp_add_needs_another_admin_and_starts_nothing(scrip
     spec = {"name": "evil", "command": "sh", "args": ["-c", f"id > {proof}"]}
     scripted_llm.script([Calls([("mcp_add", spec)]), Reply("tried")])
     task = await chat.entry.submit("g:grp", "u5", "please add this handy server")
-    await wait_for(lambda: chat.engine.approvals.is_waiting("f:admin"))
+    await wait_for(lambda: chat.engine.services.approvals.is_waiting("f:admin"))
     prompt = chat.out["f:admin"][0]
     assert prompt.startswith('Tool "mcp_add" wants to run with') and "changes the configuration" in prompt
     assert not proof.exists() and not (tmp_path / "config" / "mcp.json").exists()
@@ -35,7 +35,7 @@ async def test_admins_own_mcp_add_still_needs_another_admin(scripted_llm, make_c
     chat = await make_chat(make_settings(scripted_llm, mcp_tool={"enable": True}, **ADMINS))
     scripted_llm.script([Calls([("mcp_remove", {"name": "x"})]), Reply("ok")])
     task = await chat.entry.submit("f:admin", "admin", "remove x")
-    await wait_for(lambda: chat.engine.approvals.is_waiting("f:admin2"))
+    await wait_for(lambda: chat.engine.services.approvals.is_waiting("f:admin2"))
     assert (await chat.say("f:admin", "admin", "allow"))[0] == (
         "You cannot answer this approval: the requester cannot approve their own configuration change.")
     assert (await chat.say("f:admin2", "admin2", "allow"))[0].startswith('Allowed: "mcp_remove"')
@@ -59,9 +59,9 @@ async def test_two_approvals_in_one_admin_chat_never_answer_each_other(scripted_
 
     scripted_llm.script([by_request] * 4)
     own = await chat.entry.submit("f:admin", "admin", "mine: what time is it")
-    await wait_for(lambda: chat.engine.approvals.is_waiting("f:admin"))
+    await wait_for(lambda: chat.engine.services.approvals.is_waiting("f:admin"))
     attack = await chat.entry.submit("g:grp", "u5", "make me admin")
-    await wait_for(lambda: len(chat.engine.approvals.pending_ids("f:admin")) == 2)
+    await wait_for(lambda: len(chat.engine.services.approvals.pending_ids("f:admin")) == 2)
     answer = await chat.say("f:admin", "admin", "allow")
     assert answer[0].startswith("Several approvals are waiting here; answer one by its id.")
     prompts = [t for t in chat.out["f:admin"] if t.startswith('Tool "')]
@@ -80,8 +80,8 @@ async def test_unknown_approval_id_is_told_and_decides_nothing(scripted_llm, mak
     chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"]}), approval_timeout_sec=2)
     scripted_llm.script([Calls([("time", {})]), Reply("end")])
     task = await chat.entry.submit("f:u1", "u1", "time?")
-    await wait_for(lambda: chat.engine.approvals.is_waiting("f:u1"))
-    [rid] = chat.engine.approvals.pending_ids("f:u1")
+    await wait_for(lambda: chat.engine.services.approvals.is_waiting("f:u1"))
+    [rid] = chat.engine.services.approvals.pending_ids("f:u1")
     other = "0000" if rid != "0000" else "ffff"
     reply = await chat.say("f:u1", "u1", f"allow {other}")
     assert reply == [f'No approval {other} is waiting here. Waiting: {rid} ("time" in f:u1).']
@@ -94,7 +94,7 @@ async def test_group_member_cannot_approve_own_call_unless_allowed(scripted_llm,
     chat = await make_chat(settings)
     scripted_llm.script([Calls([("time", {})]), Reply("done")])
     task = await chat.entry.submit("g:club", "u1", "time?")
-    await wait_for(lambda: chat.engine.approvals.is_waiting("g:club"))
+    await wait_for(lambda: chat.engine.services.approvals.is_waiting("g:club"))
     assert (await chat.say("g:club", "u1", "yes"))[0].startswith('Allowed: "time"')
     await task
 

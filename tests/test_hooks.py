@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from services.hook_types import HookOutcome
-from services.hooks import HookManager
-from services.hooks_config import MAX_TIMEOUT_SEC, effective_timeout, parse_hooks
-from services.hooks_shell import PAYLOAD_KEYS
+from services.hooks import HookEvent
+from services.hooks.config import MAX_TIMEOUT_SEC, effective_timeout, parse_hooks
+from services.hooks.manager import HookManager
+from services.hooks.shell import PAYLOAD_KEYS
+from services.hooks.types import HookOutcome
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -27,32 +28,32 @@ from tests.hook_helpers import TOOL, alive, one, script, warnings_of, write_conf
 
 async def test_exit0_stdout_becomes_context(tmp_path: Path) -> None:
     one(tmp_path, "UserPromptSubmit", script(tmp_path, "h", "echo '  remember the rules  '"))
-    out = await HookManager(tmp_path).run("UserPromptSubmit", {"prompt": "hi"})
+    out = await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", **{"prompt": "hi"}))
     assert out == HookOutcome(blocked=False, reason="", context=("remember the rules",))
 
 
 async def test_exit0_empty_stdout_gives_no_context(tmp_path: Path) -> None:
     one(tmp_path, "UserPromptSubmit", script(tmp_path, "h", "echo '   '; exit 0"))
-    assert await HookManager(tmp_path).run("UserPromptSubmit", {}) == HookOutcome()
+    assert await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", **{})) == HookOutcome()
 
 
 async def test_exit2_blocks_with_stderr_reason(tmp_path: Path) -> None:
     one(tmp_path, "PreToolUse", script(tmp_path, "h", "echo ignored; echo ' no writes here ' >&2; exit 2"))
-    out = await HookManager(tmp_path).run("PreToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL))
     assert out.blocked and out.reason == "no writes here" and out.context == ()
 
 
 async def test_exit2_empty_stderr_default_reason_names_command(tmp_path: Path) -> None:
     cmd = script(tmp_path, "silent", "exit 2")
     one(tmp_path, "PreToolUse", cmd)
-    out = await HookManager(tmp_path).run("PreToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL))
     assert out.blocked and cmd in out.reason and "PreToolUse" in out.reason
 
 
 async def test_other_exit_code_is_logged_nonblocking(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     cmd = script(tmp_path, "broken", "echo some context; printf 'first line\\nsecond line\\n' >&2; exit 1")
     one(tmp_path, "PostToolUse", cmd)
-    out = await HookManager(tmp_path).run("PostToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PostToolUse", **TOOL))
     assert out == HookOutcome()
     [msg] = [m for m in warnings_of(caplog) if "exit code" in m]
     assert "PostToolUse" in msg and cmd in msg and "exit code 1" in msg and "first line" in msg
@@ -61,10 +62,10 @@ async def test_other_exit_code_is_logged_nonblocking(tmp_path: Path, caplog: pyt
 
 async def test_garbage_output_does_not_crash(tmp_path: Path) -> None:
     one(tmp_path, "PostToolUse", script(tmp_path, "g", r"printf 'ok\xff\xfe\x00\x80bin'"))
-    out = await HookManager(tmp_path).run("PostToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PostToolUse", **TOOL))
     assert not out.blocked and out.context[0].startswith("ok") and "\ufffd" in out.context[0]
     one(tmp_path, "PreToolUse", script(tmp_path, "g2", r"printf '\xff\xfenope' >&2; exit 2"))
-    out = await HookManager(tmp_path).run("PreToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL))
     assert out.blocked and out.reason.endswith("nope")
 
 
@@ -77,7 +78,7 @@ def json_hook(tmp_path: Path, obj: dict[str, Any]) -> str:
 
 async def test_json_decision_block(tmp_path: Path) -> None:
     one(tmp_path, "PreToolUse", json_hook(tmp_path, {"decision": "block", "reason": "policy says no"}))
-    out = await HookManager(tmp_path).run("PreToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL))
     assert out.blocked and out.reason == "policy says no"
 
 
@@ -85,19 +86,19 @@ async def test_json_permission_deny(tmp_path: Path) -> None:
     obj = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
                                   "permissionDecisionReason": "outside the sandbox"}}
     one(tmp_path, "PreToolUse", json_hook(tmp_path, obj))
-    out = await HookManager(tmp_path).run("PreToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL))
     assert out.blocked and out.reason == "outside the sandbox"
 
 
 async def test_json_permission_allow_passes(tmp_path: Path) -> None:
     obj = {"hookSpecificOutput": {"permissionDecision": "allow", "permissionDecisionReason": "fine"}}
     one(tmp_path, "PreToolUse", json_hook(tmp_path, obj))
-    assert await HookManager(tmp_path).run("PreToolUse", TOOL) == HookOutcome()
+    assert await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL)) == HookOutcome()
 
 
 async def test_json_continue_false_blocks(tmp_path: Path) -> None:
     one(tmp_path, "Stop", json_hook(tmp_path, {"continue": False, "stopReason": "budget exhausted"}))
-    out = await HookManager(tmp_path).run("Stop", {})
+    out = await HookManager(tmp_path).run(HookEvent("Stop", **{}))
     assert out.blocked and out.reason == "budget exhausted"
 
 
@@ -105,13 +106,13 @@ async def test_json_additional_context(tmp_path: Path) -> None:
     obj = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "today is Tuesday"},
            "suppressOutput": True}
     one(tmp_path, "SessionStart", json_hook(tmp_path, obj))
-    out = await HookManager(tmp_path).run("SessionStart", {})
+    out = await HookManager(tmp_path).run(HookEvent("SessionStart", **{}))
     assert out == HookOutcome(context=("today is Tuesday",))
 
 
 async def test_json_without_context_gives_no_raw_context(tmp_path: Path) -> None:
     one(tmp_path, "PostToolUse", json_hook(tmp_path, {"suppressOutput": True, "decision": "approve"}))
-    assert await HookManager(tmp_path).run("PostToolUse", TOOL) == HookOutcome()
+    assert await HookManager(tmp_path).run(HookEvent("PostToolUse", **TOOL)) == HookOutcome()
 
 
 # --- matchers ---------------------------------------------------------------------------------
@@ -130,7 +131,7 @@ async def test_matchers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Non
     m = HookManager(tmp_path)
 
     async def ran(tool: str) -> list[str]:
-        return list((await m.run("PreToolUse", {**TOOL, "tool_name": tool})).context)
+        return list((await m.run(HookEvent("PreToolUse", **{**TOOL, "tool_name": tool}))).context)
 
     everywhere = ["star", "empty", "missing"]
     assert await ran("Write") == ["exact", "alt", *everywhere]
@@ -145,7 +146,7 @@ async def test_matchers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Non
 
 async def test_matcher_ignored_for_non_tool_events(tmp_path: Path) -> None:
     one(tmp_path, "UserPromptSubmit", "echo ran", matcher="(not a [valid regex")
-    assert (await HookManager(tmp_path).run("UserPromptSubmit", {"prompt": "x"})).context == ("ran",)
+    assert (await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", **{"prompt": "x"}))).context == ("ran",)
 
 
 # --- payload ----------------------------------------------------------------------------------
@@ -157,7 +158,7 @@ async def test_payload_on_stdin(tmp_path: Path) -> None:
     workdir.mkdir()
     one(tmp_path, "PostToolUse", script(tmp_path, "d", f"cat > {shlex.quote(str(dump))}; pwd > {workdir}/pwd"))
     payload = {**TOOL, "tool_result": "wrote 3 bytes", "prompt": "写文件 ✓"}
-    await HookManager(tmp_path, cwd=workdir).run("PostToolUse", payload)
+    await HookManager(tmp_path, cwd=workdir).run(HookEvent("PostToolUse", **payload))
     raw = dump.read_bytes()
     got = json.loads(raw)
     assert set(got) == {"hook_event_name", "cwd", *PAYLOAD_KEYS}
@@ -172,15 +173,16 @@ async def test_payload_on_stdin(tmp_path: Path) -> None:
 async def test_absent_payload_keys_are_null(tmp_path: Path) -> None:
     dump = tmp_path / "stdin.json"
     one(tmp_path, "SessionStart", f"cat > {shlex.quote(str(dump))}")
-    await HookManager(tmp_path).run("SessionStart", {"session_id": "private:7"})
+    await HookManager(tmp_path).run(HookEvent("SessionStart", **{"session_id": "private:7"}))
     got = json.loads(dump.read_text())
     assert got["session_id"] == "private:7" and got["hook_event_name"] == "SessionStart"
-    assert all(got[k] is None for k in ("agent_kind", "tool_name", "tool_input", "tool_result", "prompt"))
+    assert got["agent_kind"] == "main"  # every event comes from a run, which has a kind
+    assert all(got[k] is None for k in ("tool_name", "tool_input", "tool_result", "prompt"))
 
 
 async def test_hook_ignoring_large_stdin(tmp_path: Path) -> None:
     one(tmp_path, "UserPromptSubmit", "echo fine")
-    out = await HookManager(tmp_path).run("UserPromptSubmit", {"prompt": "x" * 2_000_000})
+    out = await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", **{"prompt": "x" * 2_000_000}))
     assert out.context == ("fine",)
 
 
@@ -192,7 +194,7 @@ async def test_timeout_kills_process_group(tmp_path: Path, caplog: pytest.LogCap
     cmd = script(tmp_path, "slow", f"sleep 30 &\necho $! > {shlex.quote(str(pidfile))}\nwait")
     one(tmp_path, "PreToolUse", cmd, timeout=1)
     started = time.monotonic()
-    out = await HookManager(tmp_path).run("PreToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL))
     assert time.monotonic() - started < 2.5
     assert out == HookOutcome()
     assert any("timed out" in w and cmd in w for w in warnings_of(caplog))
@@ -210,7 +212,7 @@ async def test_timeout_with_escaped_daemon_holding_stdout(tmp_path: Path) -> Non
         timeout=1)
     started = time.monotonic()
     try:
-        assert await HookManager(tmp_path).run("Stop", {}) == HookOutcome()
+        assert await HookManager(tmp_path).run(HookEvent("Stop", **{})) == HookOutcome()
         assert time.monotonic() - started < 2.5
     finally:
         os.kill(int(pidfile.read_text()), signal.SIGKILL)
@@ -219,7 +221,7 @@ async def test_timeout_with_escaped_daemon_holding_stdout(tmp_path: Path) -> Non
 async def test_cancelled_run_kills_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     one(tmp_path, "Stop", script(tmp_path, "slow", f"sleep 30 &\necho $! > {shlex.quote(str(pidfile))}\nwait"))
-    task = asyncio.create_task(HookManager(tmp_path).run("Stop", {}))
+    task = asyncio.create_task(HookManager(tmp_path).run(HookEvent("Stop", **{})))
     for _ in range(100):
         if pidfile.exists() and pidfile.read_text().strip():
             break

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from ania.fakes.openai_server import Calls, Reply
-from services.hooks import HookManager
-from services.hooks_shell import MAX_OUTPUT_BYTES, MAX_REASON_CHARS
+from services.hooks import HookEvent
+from services.hooks.manager import HookManager
+from services.hooks.shell import MAX_OUTPUT_BYTES, MAX_REASON_CHARS
 from tests.conftest import make_settings
 from tests.hook_helpers import TOOL, one, script, warnings_of
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.timeout(30)
 
 async def test_exit2_reason_of_1mb_is_capped(tmp_path: Path) -> None:
     one(tmp_path, "PreToolUse", script(tmp_path, "h", "head -c 1048576 /dev/zero | tr '\\0' x >&2; exit 2"))
-    out = await HookManager(tmp_path).run("PreToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL))
     assert out.blocked and len(out.reason) <= MAX_REASON_CHARS + 40 and out.reason.endswith("[hook output truncated]")
 
 
@@ -29,34 +30,34 @@ async def test_block_json_over_the_output_cap_still_blocks(tmp_path: Path) -> No
     body = f"printf '%s' '{{\"decision\": \"block\", \"reason\": \"no\", \"pad\": \"{pad}\"}}'"
     cmd = script(tmp_path, "h", body)
     one(tmp_path, "PreToolUse", cmd)
-    out = await HookManager(tmp_path).run("PreToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL))
     assert out.blocked and "could not be read" in out.reason and f"more than {MAX_OUTPUT_BYTES} bytes" in out.reason
 
 
 @pytest.mark.parametrize("stdout", ['{"decision": "BLOCK", "reason": "upper"}', '{"decision": "deny", "reason": "upper"}'])
 async def test_decision_is_case_insensitive(tmp_path: Path, stdout: str) -> None:
     one(tmp_path, "PreToolUse", script(tmp_path, "h", f"echo '{stdout}'"))
-    out = await HookManager(tmp_path).run("PreToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL))
     assert out.blocked and out.reason == "upper"
 
 
 async def test_unparseable_json_blocks_a_blocking_event_and_is_logged(tmp_path: Path, caplog) -> None:
     one(tmp_path, "PreToolUse", script(tmp_path, "h", """echo '{"decision": "block", '"""))
-    out = await HookManager(tmp_path).run("PreToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL))
     assert out.blocked and "not valid JSON" in out.reason
     assert any("not valid JSON; blocked to be safe" in w for w in warnings_of(caplog))
 
 
 async def test_unparseable_json_on_a_notification_event_is_logged_and_passes(tmp_path: Path, caplog) -> None:
     one(tmp_path, "PostToolUse", script(tmp_path, "h", "echo '{oops'"))
-    out = await HookManager(tmp_path).run("PostToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PostToolUse", **TOOL))
     assert not out.blocked and out.context == ()
     assert any("not valid JSON; ignored" in w for w in warnings_of(caplog))
 
 
 async def test_unknown_decision_values_fail_closed(tmp_path: Path) -> None:
     one(tmp_path, "PreToolUse", script(tmp_path, "h", """echo '{"hookSpecificOutput": {"permissionDecision": "maybe"}}'"""))
-    out = await HookManager(tmp_path).run("PreToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL))
     assert out.blocked and "permissionDecision" in out.reason
 
 
@@ -64,7 +65,7 @@ async def test_ask_is_reported(tmp_path: Path) -> None:
     answer = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
                                      "permissionDecisionReason": "writes outside the project"}}
     one(tmp_path, "PreToolUse", script(tmp_path, "h", f"echo '{json.dumps(answer)}'"))
-    out = await HookManager(tmp_path).run("PreToolUse", TOOL)
+    out = await HookManager(tmp_path).run(HookEvent("PreToolUse", **TOOL))
     assert out.ask and not out.blocked and out.reason == "writes outside the project"
 
 
@@ -74,7 +75,7 @@ async def test_hooks_do_not_see_secrets(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
     dump = tmp_path / "env.txt"
     one(tmp_path, "UserPromptSubmit", script(tmp_path, "h", f"env > {dump}"))
-    await HookManager(tmp_path).run("UserPromptSubmit", {"prompt": "hi"})
+    await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", **{"prompt": "hi"}))
     seen = dump.read_text()
     assert "sk-secret-1" not in seen and "ghp-secret-2" not in seen
     assert "HARMLESS_SETTING=visible" in seen and "CLAUDE_PROJECT_DIR=" in seen

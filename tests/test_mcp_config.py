@@ -9,7 +9,7 @@ import httpx
 import pytest
 from mcp import types
 
-from services.mcp_config import (
+from services.mcp.config import (
     MCPError,
     ServerSpec,
     ToolFilter,
@@ -19,7 +19,7 @@ from services.mcp_config import (
     read_raw,
     write_raw,
 )
-from services.mcp_convert import (
+from services.mcp.convert import (
     MAX_RESULT_RUNES,
     RemoteDef,
     arg_problems,
@@ -31,9 +31,9 @@ from services.mcp_convert import (
     split_name,
     unique_names,
 )
-from services.mcp_transport import http_client_factory
-from tools.mcp_manage_tools import AddParams, MCPAdd, MCPList, MCPReconnect, MCPRemove
-from tools.mcp_tools import MCPCall, MCPDiscover, MCPLoad
+from services.mcp.transport import http_client_factory
+from tools.mcp.lazy import MCPCall, MCPDiscover, MCPLoad
+from tools.mcp.manage import AddParams, MCPAdd, MCPList, MCPReconnect, MCPRemove
 
 
 def test_specs_of_each_transport():

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from services.mcp import MAX_LISTING_CHARS
-from services.mcp_convert import MAX_DESCRIPTION_RUNES, MAX_PARAMETERS_BYTES
+from services.mcp.convert import MAX_DESCRIPTION_RUNES, MAX_PARAMETERS_BYTES
+from services.mcp.manager import MAX_LISTING_CHARS
 from tests.mcp_servers.harness import DEMO, make_env
 
 pytestmark = [pytest.mark.timeout(60)]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-import services.mcp_manage
+import services.mcp.control
 from tests.mcp_servers.harness import (
     DEMO,
     HTTPServer,
@@ -105,7 +105,7 @@ async def test_a_failed_write_rolls_the_registration_back(tmp_path, web, monkeyp
         raise OSError(28, "No space left on device")
 
     try:
-        monkeypatch.setattr(services.mcp_manage, "write_raw", disk_full)
+        monkeypatch.setattr(services.mcp.control, "write_raw", disk_full)
         add = await e.call("mcp_add", {"name": "more", "url": web.url})
         assert add.text == "Error: could not save mcp.json (No space left on device); the server was not added"
         assert sorted(e.manager.servers) == ["web"] and "more" not in (await e.call("mcp_discover")).text

@@ -9,7 +9,8 @@ from dataclasses import replace
 import pytest
 
 from tests.mcp_servers.harness import HTTPServer, free_port, make_env, write_config
-from tools.executor import ToolCall
+from tools.mcp import engine_tools
+from tools.registry import ToolCall
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(30)]
 
@@ -31,14 +32,14 @@ async def test_eager_registers_every_tool_and_keeps_them_in_sync(tmp_path, web):
                        lazy_load=False)
     try:
         assert e.names() == [f"mcp__web__{t}" for t in DEMO_TOOLS]  # no discover/load, sorted
-        assert [t.name for t in e.manager.engine_tools()] == e.names()
+        assert [t.name for t in engine_tools(e.manager)] == e.names()
         assert (await e.call("mcp__web__add", {"a": 2, "b": 3})).text == "5"
-        await e.manager.add_server("more", web[1].spec(filter={"allow": ["echo"]}), persist=False)
+        await e.manager.control.add_server("more", web[1].spec(filter={"allow": ["echo"]}), persist=False)
         assert "mcp__more__echo" in e.names() and "mcp__more__add" not in e.names()
         assert (await e.call("mcp__more__echo", {"text": "hi"})).text == "hi"
-        await e.manager.reconnect("web")
+        await e.manager.control.reconnect("web")
         assert (await e.call("mcp__web__add", {"a": 1, "b": 1})).text == "2"  # re-registered: no reload needed
-        await e.manager.remove_server("more", persist=False)
+        await e.manager.control.remove_server("more", persist=False)
         assert e.names() == [f"mcp__web__{t}" for t in DEMO_TOOLS]
     finally:
         await e.close()
@@ -152,12 +153,11 @@ async def test_loads_in_a_throwaway_executor_stay_there(tmp_path, web, mode):
 
 async def test_plan_mode_asks_the_proxy_target_whether_it_writes(tmp_path, web):
     from nodes.gates import plan_mode
-    from services.plan_mode import PlanMode
 
     e = await make_env(tmp_path, {"web": web[0].spec()}, lazy_mode="proxy")
     try:
         await e.call("mcp_load", {"names": ["mcp__web__echo", "mcp__web__add"]})
-        PlanMode(e.store).set("g:1", True)
+        e.services.plan_mode.set("g:1", True)
 
         async def gate(name: str) -> dict:
             call = ToolCall("c1", "mcp_call", {"name": name, "arguments": {}})

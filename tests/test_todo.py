@@ -6,14 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from services.config import Paths, Settings
-from services.container import Services
-from services.sessions import SessionRegistry
+from services.context import RunContext
+from services.errors import ToolArgumentError, ToolError
 from services.store import AppStore
 from services.todos import TodoItem, TodoStore
-from tools.base import ToolArgumentError, ToolError
-from tools.context import RunContext
-from tools.executor import SessionExecutor, SharedExecutor, ToolCall
+from tests.conftest import run_context
+from tools.registry import ToolCall
 from tools.todo import MAX_CONTENT_CHARS, MAX_ITEMS, TodoWriteTool
 
 SESSION = "group:42"
@@ -26,14 +24,13 @@ def store(tmp_path: Path):
     s.close()
 
 
-def make_ctx(tmp_path: Path, store: AppStore, agent_kind: str = "main") -> RunContext:
-    shared = SharedExecutor([TodoWriteTool()])
-    services = Services(
-        settings=Settings(), paths=Paths(tmp_path / "config", tmp_path / "data"), store=store,
-        shared_tools=shared, sessions=SessionRegistry(shared), llm=None,  # type: ignore[arg-type]
-    )
-    return RunContext(session_key=SESSION, requester="u1", bridge=None,  # type: ignore[arg-type]
-                      executor=SessionExecutor(shared), services=services, agent_kind=agent_kind)
+@pytest.fixture
+def make_ctx(make_services):
+    """A run context from the composition root; its store is the same file as the `store` fixture's."""
+    async def make(agent_kind: str = "main") -> RunContext:
+        return run_context(await make_services(), SESSION, agent_kind=agent_kind)
+
+    return make
 
 
 def items(*pairs: tuple[str, str]) -> list[dict[str, str]]:
@@ -49,8 +46,8 @@ def listed(store: AppStore) -> list[tuple[str, str]]:
     return [(i.content, i.status) for i in TodoStore(store).get(SESSION)]
 
 
-async def test_full_replacement_and_summary(tmp_path: Path, store: AppStore) -> None:
-    ctx = make_ctx(tmp_path, store)
+async def test_full_replacement_and_summary(tmp_path: Path, store: AppStore, make_ctx) -> None:
+    ctx = await make_ctx()
     out = await write(ctx, items(("Read spec", "completed"), ("Write code", "in_progress"), ("Test", "pending")))
     assert out == "Todo list updated: 3 items (1 in progress, 1 pending, 1 completed)."
     out = await write(ctx, items(("  Ship it  ", "pending")))
@@ -58,8 +55,8 @@ async def test_full_replacement_and_summary(tmp_path: Path, store: AppStore) -> 
     assert listed(store) == [("Ship it", "pending")]
 
 
-async def test_empty_list_clears(tmp_path: Path, store: AppStore) -> None:
-    ctx = make_ctx(tmp_path, store)
+async def test_empty_list_clears(tmp_path: Path, store: AppStore, make_ctx) -> None:
+    ctx = await make_ctx()
     await write(ctx, items(("a", "pending")))
     assert await write(ctx, []) == "Todo list cleared."
     assert listed(store) == [] and store.kv_get(f"todo:{SESSION}") is None
@@ -71,23 +68,23 @@ def test_invalid_status_rejected_by_parse() -> None:
     assert "todos.0.status" in str(e.value) and "in_progress" in str(e.value)
 
 
-async def test_invalid_status_through_the_executor(tmp_path: Path, store: AppStore) -> None:
-    ctx = make_ctx(tmp_path, store)
+async def test_invalid_status_through_the_executor(tmp_path: Path, store: AppStore, make_ctx) -> None:
+    ctx = await make_ctx()
     outcome = await ctx.executor.invoke(ToolCall("c1", "todo_write", {"todos": items(("a", "started"))}), ctx)
     assert outcome.status == "error" and "todos.0.status" in outcome.text
     assert listed(store) == []
 
 
-async def test_two_in_progress_rejected(tmp_path: Path, store: AppStore) -> None:
-    ctx = make_ctx(tmp_path, store)
+async def test_two_in_progress_rejected(tmp_path: Path, store: AppStore, make_ctx) -> None:
+    ctx = await make_ctx()
     await write(ctx, items(("keep", "pending")))
     with pytest.raises(ToolError, match=r"at most one todo item may be in_progress; items 1, 3 are"):
         await write(ctx, items(("a", "in_progress"), ("b", "pending"), ("c", "in_progress")))
     assert listed(store) == [("keep", "pending")]
 
 
-async def test_item_count_limit(tmp_path: Path, store: AppStore) -> None:
-    ctx = make_ctx(tmp_path, store)
+async def test_item_count_limit(tmp_path: Path, store: AppStore, make_ctx) -> None:
+    ctx = await make_ctx()
     full = items(*[(f"item {n}", "pending") for n in range(MAX_ITEMS)])
     assert await write(ctx, full) == "Todo list updated: 50 items (0 in progress, 50 pending, 0 completed)."
     with pytest.raises(ToolError, match=r"at most 50 items; got 51"):
@@ -96,8 +93,8 @@ async def test_item_count_limit(tmp_path: Path, store: AppStore) -> None:
 
 
 @pytest.mark.parametrize("content,length", [("", 0), ("   ", 0), ("x" * (MAX_CONTENT_CHARS + 1), 501)])
-async def test_content_length_limit(tmp_path: Path, store: AppStore, content: str, length: int) -> None:
-    ctx = make_ctx(tmp_path, store)
+async def test_content_length_limit(tmp_path: Path, store: AppStore, content: str, length: int, make_ctx) -> None:
+    ctx = await make_ctx()
     with pytest.raises(ToolError, match=rf"todo item 2: content must be 1 to 500 characters; got {length}\."):
         await write(ctx, items(("fine", "pending"), (content, "pending")))
     assert listed(store) == []
@@ -106,9 +103,9 @@ async def test_content_length_limit(tmp_path: Path, store: AppStore, content: st
 
 
 @pytest.mark.parametrize("kind", ["subagent", "clock", "team_member"])
-async def test_only_in_the_main_session(tmp_path: Path, store: AppStore, kind: str) -> None:
+async def test_only_in_the_main_session(tmp_path: Path, store: AppStore, kind: str, make_ctx) -> None:
     with pytest.raises(ToolError, match="only available in the main session"):
-        await write(make_ctx(tmp_path, store, agent_kind=kind), items(("a", "pending")))
+        await write(await make_ctx(agent_kind=kind), items(("a", "pending")))
     assert listed(store) == []
 
 
@@ -159,10 +156,10 @@ def test_sessions_are_separate(store: AppStore) -> None:
     assert todos.reminder(SESSION) is not None
 
 
-async def test_persists_across_a_new_store_on_the_same_file(tmp_path: Path) -> None:
+async def test_persists_across_a_new_store_on_the_same_file(tmp_path: Path, make_ctx) -> None:
     path = tmp_path / "data" / "ania.db"
     first = AppStore(path)
-    await write(make_ctx(tmp_path, first), items(("a", "in_progress"), ("b", "pending")))
+    await write(await make_ctx(), items(("a", "in_progress"), ("b", "pending")))
     assert TodoStore(first).reminder(SESSION) is not None
     first.close()
     second = AppStore(path)
@@ -170,7 +167,7 @@ async def test_persists_across_a_new_store_on_the_same_file(tmp_path: Path) -> N
         todos = TodoStore(second)
         assert [(i.content, i.status) for i in todos.get(SESSION)] == [("a", "in_progress"), ("b", "pending")]
         assert todos.reminder(SESSION) is None  # the reminder hash persisted too
-        await write(make_ctx(tmp_path, second), items(("a", "completed"), ("b", "in_progress")))
+        await write(await make_ctx(), items(("a", "completed"), ("b", "in_progress")))
         assert todos.reminder(SESSION) is not None
     finally:
         second.close()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from ania.fakes.openai_server import Calls, Reply
-from services.hook_types import HookOutcome
-from services.hooks import HookManager
+from services.hooks import HookEvent, HookOutcome
+from services.hooks.manager import HookManager
 from tests.conftest import make_settings
 
 
@@ -14,7 +14,8 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, dict]] = []
 
-    async def on_hook(self, event: str, payload: dict) -> HookOutcome | None:
+    async def on_hook(self, hook: HookEvent) -> HookOutcome | None:
+        event, payload = hook.name, hook.payload()
         self.events.append((event, payload))
         if event == "UserPromptSubmit" and "password" in (payload.get("prompt") or ""):
             return HookOutcome(blocked=True, reason="no passwords here")
@@ -76,7 +77,8 @@ async def test_bash_paths_through_the_loop(scripted_llm, make_chat):
     assert results[1].startswith('Error: bash command refused: it matches the blacklist pattern "^rm\\s"')
     assert results[2] == 'Not run: no approval for "bash" (timed out after 0.3 s).'
     assert sum(1 for t in out if t.startswith('Tool "bash" wants to run with {"command": "pwd"}')) == 1
-    settings.approval.enable = False
+    chat = await make_chat(settings.model_copy(update={"approval": settings.approval.model_copy(
+        update={"enable": False})}))
     scripted_llm.script([Calls([("bash", {"command": "pwd"})]), Reply("ran")])
     await chat.say("f:u1", "u1", "again")
     assert [m["content"] for m in scripted_llm.requests[-1].messages if m["role"] == "tool"][-1].endswith("workspace")

@@ -1,32 +1,25 @@
 """The tool abstraction (T1): a name, a description, a pydantic params model and an async execute.
 
-Three error families (STYLE 7): `ToolError` is told to the model as the tool's result; anything
-else a tool raises is also caught by the executor and reported as an error result; `SchemaError`
-(tools/schema.py) is developer misuse and fails at start.
+Errors (services/errors.py): `ToolError` is told to the model as the tool's result; anything else a tool
+raises is also caught by the registry and reported as an error result; `SchemaError` is developer misuse
+and fails at start.
+
+This is the bottom layer, so `execute` takes the run context untyped; each tool annotates it as
+`services.context.RunContext`, which lives a layer up with the services it carries.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from services.errors import ToolArgumentError
 from tools.schema import function_schema, params_schema
 
-if TYPE_CHECKING:
-    from tools.context import RunContext
-
 P = TypeVar("P", bound=BaseModel)
-
-
-class ToolError(Exception):
-    """A failure the model should read and can act on (becomes the tool result)."""
-
-
-class ToolArgumentError(ToolError):
-    """The model's arguments do not fit the tool's parameters."""
 
 
 class NoParams(BaseModel):
@@ -36,13 +29,14 @@ class NoParams(BaseModel):
 class Tool(ABC, Generic[P]):
     """Subclasses set `name`, `description`, `params` and implement `execute`."""
 
-    name: ClassVar[str]
-    description: ClassVar[str]
+    # Class attributes for built-ins; a tool made at run time (an MCP tool) sets them per instance.
+    name: str
+    description: str
     params: ClassVar[type[BaseModel]] = NoParams
     #: Plan mode blocks side-effect tools (G2).
-    side_effect: ClassVar[bool] = False
+    side_effect: bool = False
     #: Configuration changes always need an admin other than the requester (G3).
-    changes_config: ClassVar[bool] = False
+    changes_config: bool = False
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -63,14 +57,14 @@ class Tool(ABC, Generic[P]):
             )
             raise ToolArgumentError(problems) from None
 
-    def has_side_effect(self, args: P, ctx: "RunContext") -> bool:
+    def has_side_effect(self, args: P, ctx: Any) -> bool:
         """Whether plan mode blocks this call; a proxy tool (mcp_call) decides per target."""
         return self.side_effect
 
-    def approval_reason(self, args: P, ctx: "RunContext") -> str | None:
+    def approval_reason(self, args: P, ctx: Any) -> str | None:
         """Why this particular call needs a human's approval, or None. bash overrides this (G6)."""
         return None
 
     @abstractmethod
-    async def execute(self, args: P, ctx: "RunContext") -> str:
+    async def execute(self, args: P, ctx: Any) -> str:
         """Run the call and return the text the model reads."""

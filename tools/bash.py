@@ -31,14 +31,15 @@ from typing import TYPE_CHECKING, Iterable, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from services.config import BashSettings, ConfigError, Settings
-from services.sandbox import bot_dirs, bwrap_args, probe
-from services.sandbox_run import MAX_OUTPUT_CHARS, run_command
-from tools.base import Tool, ToolError
+from services.config import BashSettings, Settings
+from services.errors import ConfigError, ToolError
+from services.sandbox.bwrap import bot_dirs, bwrap_args, probe
+from services.sandbox.run import MAX_OUTPUT_CHARS, run_command
+from tools.base import Tool
 from tools.bash_parse import REDIR, analyse, parse_line, split_commands, words  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
-    from tools.context import RunContext
+    from services.context import RunContext
 
 log = logging.getLogger(__name__)
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from services.errors import SchemaError
+
 # Keys come out in this order; anything else follows, sorted.
 _KEY_ORDER = (
     "type", "description", "enum", "const", "format", "items", "properties", "required",
@@ -19,10 +21,6 @@ _KEY_ORDER = (
     "minLength", "maxLength", "minItems", "maxItems", "pattern", "default",
 )
 _DROP = {"title", "$defs", "definitions", "discriminator"}
-
-
-class SchemaError(Exception):
-    """Developer misuse: a params model that cannot become a provider schema."""
 
 
 def params_schema(model: type[BaseModel]) -> dict[str, Any]:

@@ -8,8 +8,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field
 
-from tools.base import Tool, ToolError
-from tools.context import RunContext
+from services.context import RunContext
+from services.errors import ToolError
+from tools.base import Tool
 
 
 class TimeParams(BaseModel):

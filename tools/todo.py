@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from services.todos import TodoItem, TodoStore
-from tools.base import Tool, ToolError
+from services.errors import ToolError
+from services.todos import TodoItem
+from tools.base import Tool
 
 if TYPE_CHECKING:
-    from tools.context import RunContext
+    from services.context import RunContext
 
 MAX_ITEMS = 50
 MAX_CONTENT_CHARS = 500
@@ -79,5 +80,5 @@ class TodoWriteTool(Tool[TodoWriteParams]):
         if ctx.agent_kind != "main":
             raise ToolError(MAIN_ONLY)
         items = validate(args.todos)
-        await asyncio.to_thread(TodoStore(ctx.services.store).replace, ctx.session_key, items)
+        await asyncio.to_thread(ctx.services.todos.replace, ctx.session_key, items)
         return summary(items)

@@ -18,8 +18,8 @@ import asyncio
 import os
 from typing import Literal
 
-from mcp.server.fastmcp import FastMCP
 from mcp import types
+from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
 
 

@@ -9,17 +9,20 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ania.compose import build_services
 from services.config import Paths, Settings
 from services.container import Services
+from services.context import RunContext
+from services.hooks import NoHooks
 from services.mcp import MCPManager
 from services.sessions import SessionRegistry
 from services.store import AppStore
-from tools.context import RunContext
-from tools.executor import SessionExecutor, SharedExecutor, ToolCall, ToolOutcome
+from tools.registry import SessionExecutor, SharedExecutor, ToolCall, ToolOutcome
 
 DEMO = str(Path(__file__).with_name("demo_server.py"))
 PATHS = {"streamable-http": "/mcp", "sse": "/sse"}
@@ -114,14 +117,30 @@ class NullBridge:
 
 @dataclass
 class Env:
-    """A manager wired like the engine wires it, plus helpers to call tools as a session would."""
+    """Services from the composition root, plus helpers to call tools as a session would."""
 
-    manager: MCPManager
-    store: AppStore
-    shared: SharedExecutor
-    sessions: SessionRegistry
     services: Services
-    report: dict[str, str] = field(default_factory=dict)
+    stack: AsyncExitStack
+
+    @property
+    def manager(self) -> MCPManager:
+        return self.services.mcp
+
+    @property
+    def store(self) -> AppStore:
+        return self.services.store
+
+    @property
+    def shared(self) -> SharedExecutor:
+        return self.services.shared_tools
+
+    @property
+    def sessions(self) -> SessionRegistry:
+        return self.services.sessions
+
+    @property
+    def report(self) -> dict[str, str]:
+        return self.services.mcp.report
 
     def executor(self, session_key: str) -> SessionExecutor:
         return self.sessions.executor(session_key)
@@ -134,11 +153,11 @@ class Env:
         return await ctx.executor.invoke(ToolCall(f"c-{name}", name, args or {}), ctx)
 
     def names(self, session_key: str = "g:1") -> list[str]:
-        return [t.name for t in self.executor(session_key).tools()]
+        """The session's MCP tools (the built-ins every bot has are left out)."""
+        return [t.name for t in self.executor(session_key).tools() if t.name.startswith("mcp")]
 
     async def close(self) -> None:
-        await self.manager.close()
-        self.store.close()
+        await self.stack.aclose()
 
 
 def write_config(config_dir: Path, servers: dict[str, Any]) -> None:
@@ -147,19 +166,17 @@ def write_config(config_dir: Path, servers: dict[str, Any]) -> None:
 
 
 async def make_env(root: Path, servers: dict[str, Any] | None = None, **mcp: Any) -> Env:
-    """Write mcp.json (unless None), start a manager, register its engine tools, like Engine.start."""
+    """Write mcp.json (unless None) and build the services as the engine does (ania/compose.py)."""
     config_dir, data_dir = root / "config", root / "data"
     if servers is not None:
         write_config(config_dir, servers)
     config_dir.mkdir(parents=True, exist_ok=True)
     tool = {"enable": mcp.pop("manage", False)}
     settings = Settings(mcp={"connect_timeout_sec": 5, "call_timeout_sec": 10, **mcp}, mcp_tool=tool)
-    store = AppStore(data_dir / "ania.db")
-    shared = SharedExecutor()
-    sessions = SessionRegistry(shared)
-    manager = MCPManager(config_dir, settings, store, shared, sessions)
-    report = await manager.start()
-    shared.add(manager.engine_tools())
-    services = Services(settings=settings, paths=Paths(config_dir, data_dir), store=store, shared_tools=shared,
-                        sessions=sessions, llm=None, mcp=manager)  # type: ignore[arg-type]
-    return Env(manager, store, shared, sessions, services, report)
+    stack = AsyncExitStack()
+    try:
+        services = await build_services(Paths(config_dir, data_dir), settings, stack, hooks=NoHooks())
+    except BaseException:
+        await stack.aclose()
+        raise
+    return Env(services, stack)

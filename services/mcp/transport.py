@@ -15,7 +15,7 @@ import httpx
 from mcp import types
 from mcp.shared.exceptions import McpError
 
-from services.mcp_config import ServerSpec
+from services.mcp.config import ServerSpec
 
 OnError = Callable[[Exception, str], None]  # (error, HTTP method)
 

@@ -1,4 +1,7 @@
-"""Graph state: what is checkpointed. Live objects go in the run context (tools/context.py).
+"""Graph state: what is checkpointed. Live objects go in the run context (services/context.py).
+
+The types are `typing_extensions.TypedDict`: pydantic (which LangGraph uses for the graphs' JSON schemas,
+what Studio's input form reads) refuses `typing.TypedDict` before Python 3.12.
 
 `messages` is a DeltaChannel: a checkpoint stores only the new messages of its step (and a full
 snapshot every `snapshot_frequency` updates), so the checkpoint file grows linearly with the
@@ -8,11 +11,12 @@ conversation instead of with its square, as the stock full-snapshot-per-step sto
 from __future__ import annotations
 
 from functools import reduce
-from typing import Annotated, Any, Sequence, TypedDict
+from typing import Annotated, Any, Literal, Sequence
 
 from langchain_core.messages import AnyMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
 
 
 def fold_messages(state: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
@@ -21,6 +25,9 @@ def fold_messages(state: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMes
 
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "requests")
+#: How the current message ended: it answered, an endpoint or step failed, it hit agent.max_rounds, a
+#: hook blocked the prompt, or it was stopped (/stop, the time budget, a restart: set by recovery).
+TurnStatus = Literal["ok", "error", "max_rounds", "blocked", "stopped"]
 
 
 def add_usage(left: dict[str, int] | None, right: dict[str, int] | None) -> dict[str, int]:
@@ -40,8 +47,7 @@ class AgentState(TypedDict, total=False):
     total_usage: Annotated[dict[str, int], add_usage]
     #: Tool rounds in the current message.
     rounds: int
-    #: How the current message ended: ok | error | max_rounds | blocked.
-    status: str
+    status: TurnStatus
     #: A reply that is not part of the history (e.g. a prompt blocked by a hook).
     reply: str
 

@@ -32,9 +32,9 @@ from langchain_mcp_adapters.sessions import create_session
 from mcp import ClientSession, types
 from mcp.shared.exceptions import McpError
 
-from services.mcp_config import MCPError, ServerSpec
-from services.mcp_convert import offerable
-from services.mcp_transport import connect_error, describe, http_client_factory
+from services.mcp.config import MCPError, ServerSpec
+from services.mcp.convert import offerable
+from services.mcp.transport import connect_error, describe, http_client_factory
 
 log = logging.getLogger(__name__)
 

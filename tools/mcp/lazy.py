@@ -7,16 +7,13 @@ Which tools the engine registers depends on the mode, see `engine_tools()`.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from tools.base import Tool, ToolError
-from tools.context import RunContext
-from tools.mcp_manage_tools import MCPAdd, MCPList, MCPReconnect, MCPRemove
-
-if TYPE_CHECKING:
-    from services.mcp import MCPManager
+from services.context import RunContext
+from services.mcp import MCPManager
+from tools.base import Tool
 
 DISCOVER_DESCRIPTION = (
     "List the MCP servers and their tools (name and one line each). MCP tools are not in your tool list "
@@ -38,16 +35,8 @@ CALL_DESCRIPTION = (
 )
 
 
-def own_executor(ctx: RunContext) -> bool:
-    """Whether the run uses its session's own executor (loads persist) or a throwaway one (subagent, clock)."""
-    return ctx.services.sessions.owns(ctx.session_key, ctx.executor)
-
-
-def manager(ctx: RunContext) -> "MCPManager":
-    mcp = getattr(ctx.services, "mcp", None)
-    if mcp is None:
-        raise ToolError("MCP is not available in this bot")
-    return mcp
+def manager(ctx: RunContext) -> MCPManager:
+    return ctx.services.mcp
 
 
 class DiscoverParams(BaseModel):
@@ -74,7 +63,7 @@ class MCPLoad(Tool[LoadParams]):
     params = LoadParams
 
     async def execute(self, args: LoadParams, ctx: RunContext) -> str:
-        return await manager(ctx).load(ctx.session_key, args.names, ctx.executor, persist=own_executor(ctx))
+        return await manager(ctx).load(ctx.session_key, args.names, ctx.executor, persist=ctx.owns_executor)
 
 
 class MCPLoadProxy(MCPLoad):
@@ -105,26 +94,10 @@ class MCPCall(Tool[CallParams]):
     side_effect = True
 
     def has_side_effect(self, args: CallParams, ctx: RunContext) -> bool:
-        scratch = None if own_executor(ctx) else ctx.executor
+        scratch = None if ctx.owns_executor else ctx.executor
         handle = manager(ctx).loads.get(ctx.session_key, args.name, scratch)
         return handle is None or not handle.d.read_only
 
     async def execute(self, args: CallParams, ctx: RunContext) -> str:
-        scratch = None if own_executor(ctx) else ctx.executor
+        scratch = None if ctx.owns_executor else ctx.executor
         return await manager(ctx).call_loaded(ctx.session_key, args.name, args.arguments, scratch=scratch)
-
-
-def engine_tools(mcp: "MCPManager") -> list[Tool]:
-    """Lazy native: discover + load. Lazy proxy: discover + load + call. Eager: every server's tools.
-    Plus list / add / remove / reconnect when `mcp_tool.enable`."""
-    if not (mcp.servers or mcp.invalid or mcp.settings.mcp_tool.enable):
-        return []  # no MCP servers and no way to add one: no MCP tools in every request
-    if mcp.proxy:
-        tools: list[Tool] = [MCPDiscover(), MCPLoadProxy(), MCPCall()]
-    elif mcp.lazy:
-        tools = [MCPDiscover(), MCPLoad()]
-    else:
-        tools = list(mcp.eager_tools())
-    if mcp.settings.mcp_tool.enable:
-        tools += [MCPList(), MCPAdd(), MCPRemove(), MCPReconnect()]
-    return sorted(tools, key=lambda t: t.name)

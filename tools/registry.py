@@ -1,4 +1,4 @@
-"""Two executor layers (T4): a shared table (built-ins, MCP) and one table per session.
+"""The tool registry (layer 0), two executor layers (T4): a shared table (built-ins, MCP) and one per session.
 
 A session tool overrides a shared tool of the same name, and only one definition per name is sent.
 Tables are copy-on-write: a load replaces the mapping in one assignment, so tools of the same round
@@ -11,12 +11,10 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
-from tools.base import Tool, ToolArgumentError, ToolError
-
-if TYPE_CHECKING:
-    from tools.context import RunContext
+from services.errors import ToolArgumentError, ToolError
+from tools.base import Tool
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +42,14 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "args": self.args, "args_error": self.args_error}
 
 
+#: How a call ended: it ran, it failed (the text says why), or a gate blocked it.
+ToolStatus = Literal["ok", "error", "blocked"]
+
+
 @dataclass(frozen=True)
 class ToolOutcome:
     text: str
-    status: str = "ok"  # ok | error | blocked
+    status: ToolStatus = "ok"
 
 
 class ToolTable:
@@ -79,11 +81,13 @@ class SharedExecutor(ToolTable):
 
 
 class SessionExecutor:
-    """The tools one session sees: its own table over the shared one."""
+    """The tools one session sees: its own table over the shared one. `owner` is the session whose own
+    executor this is (what it loads is kept for later turns); None for a throwaway one (subagent, clock)."""
 
-    def __init__(self, shared: SharedExecutor, session_tools: Iterable[Tool] = ()) -> None:
+    def __init__(self, shared: SharedExecutor, session_tools: Iterable[Tool] = (), owner: str | None = None) -> None:
         self.shared = shared
         self.own = ToolTable(session_tools)
+        self.owner = owner
 
     def load(self, tools: Iterable[Tool]) -> None:
         self.own.add(tools)
@@ -114,7 +118,7 @@ class SessionExecutor:
         except ToolArgumentError as e:
             raise ToolError(BAD_ARGS.format(name=call.name, detail=e)) from None
 
-    async def execute(self, tool: Tool, args: Any, ctx: "RunContext") -> ToolOutcome:
+    async def execute(self, tool: Tool, args: Any, ctx: Any) -> ToolOutcome:
         """Run a resolved call; a raising tool becomes an error result, the loop goes on."""
         try:
             return ToolOutcome(await tool.execute(args, ctx))
@@ -126,7 +130,7 @@ class SessionExecutor:
             log.warning("tool %s raised", tool.name, exc_info=True)
             return ToolOutcome(TOOL_FAILED.format(name=tool.name, detail=f"{type(e).__name__}: {e}"), "error")
 
-    async def invoke(self, call: ToolCall, ctx: "RunContext") -> ToolOutcome:
+    async def invoke(self, call: ToolCall, ctx: Any) -> ToolOutcome:
         """Resolve and execute without gates (used by tests and the benchmark's direct path)."""
         try:
             tool, args = self.resolve(call)

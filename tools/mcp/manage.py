@@ -13,9 +13,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from services.mcp_config import parse_kv_list
-from tools.base import NoParams, Tool, ToolError
-from tools.context import RunContext
+from services.context import RunContext
+from services.errors import ToolError
+from services.mcp.config import parse_kv_list
+from services.mcp.control import ServerControl
+from tools.base import NoParams, Tool
 
 LIST_DESCRIPTION = "List the configured MCP servers with their state, transport and tool count."
 ADD_DESCRIPTION = (
@@ -34,11 +36,8 @@ NO_EXPANSION = (
 SERVER_NAME = "Server name: 1-32 letters, digits, _ or - (no double underscore)"
 
 
-def _mcp(ctx: RunContext) -> Any:
-    mcp = getattr(ctx.services, "mcp", None)
-    if mcp is None:
-        raise ToolError("MCP is not available in this bot")
-    return mcp
+def _control(ctx: RunContext) -> ServerControl:
+    return ctx.services.mcp.control
 
 
 class MCPList(Tool[NoParams]):
@@ -46,7 +45,7 @@ class MCPList(Tool[NoParams]):
     description = LIST_DESCRIPTION
 
     async def execute(self, args: NoParams, ctx: RunContext) -> str:
-        return _mcp(ctx).list_servers()
+        return _control(ctx).list_servers()
 
 
 class AddParams(BaseModel):
@@ -88,7 +87,7 @@ class MCPAdd(Tool[AddParams]):
     changes_config = True
 
     async def execute(self, args: AddParams, ctx: RunContext) -> str:
-        return await _mcp(ctx).add_server(args.name, args.spec(), session=ctx.session_key, actor=ctx.requester)
+        return await _control(ctx).add_server(args.name, args.spec(), session=ctx.session_key, actor=ctx.requester)
 
 
 class NameParams(BaseModel):
@@ -103,7 +102,7 @@ class MCPRemove(Tool[NameParams]):
     changes_config = True
 
     async def execute(self, args: NameParams, ctx: RunContext) -> str:
-        return await _mcp(ctx).remove_server(args.name, session=ctx.session_key, actor=ctx.requester)
+        return await _control(ctx).remove_server(args.name, session=ctx.session_key, actor=ctx.requester)
 
 
 class MCPReconnect(Tool[NameParams]):
@@ -114,4 +113,4 @@ class MCPReconnect(Tool[NameParams]):
     changes_config = True
 
     async def execute(self, args: NameParams, ctx: RunContext) -> str:
-        return await _mcp(ctx).reconnect(args.name, session=ctx.session_key, actor=ctx.requester)
+        return await _control(ctx).reconnect(args.name, session=ctx.session_key, actor=ctx.requester)

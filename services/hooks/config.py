@@ -13,16 +13,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from services.hook_types import EVENTS
+from services.errors import ConfigError
+from services.hooks.types import EVENTS
 
 DEFAULT_TIMEOUT_SEC = 10.0
 MAX_TIMEOUT_SEC = 60.0
 #: Events whose matcher is a regex on the tool name; every other event ignores the matcher.
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
-
-
-class ConfigError(ValueError):
-    """The file as a whole is unusable (invalid JSON or wrong shape)."""
 
 
 @dataclass(frozen=True)

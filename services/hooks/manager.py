@@ -14,11 +14,12 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
-from services.hook_types import EVENTS, HookOutcome
-from services.hooks_config import ConfigError, HookTable, ShellHook, parse_hooks
-from services.hooks_shell import build_stdin, execute, interpret
+from services.errors import ConfigError
+from services.hooks.config import HookTable, ShellHook, parse_hooks
+from services.hooks.shell import build_stdin, execute, interpret
+from services.hooks.types import EVENTS, HookEvent, HookEventName, HookOutcome
 from services.processes import scrubbed_env
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ HOOKS_FILE = "hooks.json"
 class HookHandler(Protocol):
     """What a Python plugin implements. Return None (or a non-blocking outcome) to let the event pass."""
 
-    async def on_hook(self, event: str, payload: dict[str, Any]) -> HookOutcome | None: ...
+    async def on_hook(self, event: HookEvent) -> HookOutcome | None: ...
 
 
 class HookManager:
@@ -55,10 +56,10 @@ class HookManager:
         self._read_error = ""  # last reported I/O problem, so it is reported once
         self._lock = asyncio.Lock()
 
-    async def run(self, event: str, payload: dict[str, Any]) -> HookOutcome:
+    async def run(self, event: HookEvent) -> HookOutcome:
         """Handlers first, then matching shell hooks; the first block wins, contexts are kept in order."""
-        if event not in EVENTS:
-            raise ValueError(f"unknown hook event {event!r}; expected one of {EVENTS}")
+        if event.name not in EVENTS:
+            raise ValueError(f"unknown hook event {event.name!r}; expected one of {EVENTS}")
         contexts: list[str] = []
         asks: list[str] = []  # "ask" answers: the call needs a human unless a later hook blocks it
 
@@ -71,21 +72,21 @@ class HookManager:
             return None
 
         for handler in self._handlers:
-            if (done := fold(await self._call_handler(handler, event, payload))) is not None:
+            if (done := fold(await self._call_handler(handler, event))) is not None:
                 return done
-        hooks = self.matching(await self.table(), event, payload.get("tool_name"))
+        hooks = self.matching(await self.table(), event.name, event.tool_name)
         if hooks:
             cwd = str(self._cwd or Path.cwd())
-            stdin = build_stdin(event, payload, cwd)
+            stdin = build_stdin(event, cwd)
             # Hooks never see the bot's settings or credentials (services/processes.py).
             env = scrubbed_env(CLAUDE_PROJECT_DIR=os.environ.get("CLAUDE_PROJECT_DIR", cwd))
             for hook in hooks:
                 result = await execute(hook.command, stdin, hook.timeout, cwd=cwd, env=env)
-                if (done := fold(interpret(event, hook.command, result, hook.timeout))) is not None:
+                if (done := fold(interpret(event.name, hook.command, result, hook.timeout))) is not None:
                     return done
         return HookOutcome(context=tuple(contexts), ask=bool(asks), reason=asks[0] if asks else "")
 
-    async def wants(self, event: str, tool_name: str | None = None) -> bool:
+    async def wants(self, event: HookEventName, tool_name: str | None = None) -> bool:
         """Handlers see every event; shell hooks only when one matches."""
         return bool(self._handlers) or bool(self.matching(await self.table(), event, tool_name))
 
@@ -143,16 +144,16 @@ class HookManager:
         self._table = table
 
     @staticmethod
-    async def _call_handler(handler: HookHandler, event: str, payload: dict[str, Any]) -> HookOutcome:
+    async def _call_handler(handler: HookHandler, event: HookEvent) -> HookOutcome:
         """A plugin bug must not break a run: a raising or misbehaving handler counts as a pass."""
         try:
-            outcome = await handler.on_hook(event, dict(payload))
+            outcome = await handler.on_hook(event)
         except Exception:
-            log.exception("hook handler %r raised on %s; ignored", handler, event)
+            log.exception("hook handler %r raised on %s; ignored", handler, event.name)
             return HookOutcome()
         if outcome is None:
             return HookOutcome()
         if not isinstance(outcome, HookOutcome):
-            log.warning("hook handler %r returned %r on %s, not a HookOutcome; ignored", handler, outcome, event)
+            log.warning("hook handler %r returned %r on %s, not a HookOutcome; ignored", handler, outcome, event.name)
             return HookOutcome()
         return outcome

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from services.hook_types import BLOCKING_EVENTS, HookOutcome
+from services.hooks.types import BLOCKING_EVENTS, HookEvent, HookOutcome
 from services.processes import kill_group
 
 log = logging.getLogger(__name__)
@@ -45,11 +45,10 @@ class ShellResult:
     truncated: bool = False
 
 
-def build_stdin(event: str, payload: Mapping[str, Any], cwd: str) -> bytes:
-    """The JSON document on the hook's stdin: fixed keys first, then any extras the caller passed."""
-    body: dict[str, Any] = dict.fromkeys(PAYLOAD_KEYS)
-    body.update(payload)
-    body["hook_event_name"] = event
+def build_stdin(event: HookEvent, cwd: str) -> bytes:
+    """The JSON document on the hook's stdin (Claude Code's field names)."""
+    body: dict[str, Any] = event.payload()
+    body["hook_event_name"] = event.name
     body["cwd"] = cwd
     return json.dumps(body, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")
 

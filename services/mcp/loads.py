@@ -10,14 +10,32 @@ was removed from the config says so. The tool never silently vanishes from the s
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from services.mcp_convert import RemoteDef
-from services.mcp_remote import Handle
+from services.lru import LRU
+from services.mcp.convert import RemoteDef, arg_problems, make_validator
 from services.store import AppStore
 
 KEY = "mcp_loaded:"
 REMOVED = -1  # epoch of a handle whose server is gone
+#: Sessions whose loads are kept in memory; older ones are read from the store again when needed.
+CACHED_SESSIONS = 512
+
+
+@dataclass
+class Handle:
+    """A tool loaded into a session: its definition and the server epoch it was loaded at (M6)."""
+
+    d: RemoteDef
+    epoch: int
+    _validator: Any = field(default=None, repr=False)
+    _checked: bool = field(default=False, repr=False)
+
+    def problems(self, args: Any) -> list[str]:
+        if not self._checked:
+            self._validator, self._checked = make_validator(self.d.input_schema), True
+        return arg_problems(self._validator, args)
 
 
 class SessionLoads:
@@ -25,7 +43,7 @@ class SessionLoads:
         """`current(snapshot)` returns the live definition (or the snapshot) and the server's epoch."""
         self._store = store
         self._current = current
-        self._handles: dict[str, dict[str, Handle]] = {}
+        self._handles: LRU[str, dict[str, Handle]] = LRU(CACHED_SESSIONS)
         #: Loads into throwaway executors (subagents, clock runs): never persisted, gone with the executor.
         self._scratch: weakref.WeakKeyDictionary[Any, dict[str, Handle]] = weakref.WeakKeyDictionary()
 
@@ -42,7 +60,7 @@ class SessionLoads:
                     continue
                 d, epoch = self._current(snapshot)
                 got[name] = Handle(d, epoch)
-            self._handles[session_key] = got
+            self._handles.put(session_key, got)
         return got
 
     def add(self, session_key: str, handles: list[Handle], scratch: Any = None) -> None:
@@ -53,7 +71,7 @@ class SessionLoads:
         mine = dict(self.handles(session_key))
         for h in handles:
             mine[h.d.name] = h
-        self._handles[session_key] = mine
+        self._handles.put(session_key, mine)
         names = sorted(mine)
         self._store.kv_set(KEY + session_key, {"names": names, "tools": {n: mine[n].d.to_json() for n in names}})
 

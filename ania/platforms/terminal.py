@@ -11,9 +11,9 @@ import asyncio
 import sys
 from typing import TextIO
 
-from ania.bridges import ChatBridge
 from ania.engine import Engine
 from ania.entry import MessageEntry
+from ania.platforms.bridge import ChatBridge
 
 
 async def _stdin_lines() -> asyncio.StreamReader:
@@ -37,12 +37,12 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
         emit(text if session == session_key else f"[to {session}] {text}")
         return True
 
-    engine.outbox = outbox
+    detach = engine.services.outboxes.attach("terminal", outbox)
     bridge = ChatBridge(send, engine.services.paths.data_dir / "outbox" / session_key)
     entry = MessageEntry(engine, lambda _key: bridge)
     reader = await _stdin_lines()
     if tty:
-        role = "an admin" if engine.services.settings.is_admin(user_id) else "not an admin"
+        role = "an admin" if engine.services.admins.is_admin(user_id) else "not an admin"
         out.write(f"Ania chat, session {session_key} (you are {user_id}, {role}). "
                   "Type a message; /stop stops a turn, /plan on|off, Ctrl-D quits.\n")
         out.flush()
@@ -57,8 +57,9 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
         if task is not None and not tty:
             await _until_idle_or_asking(task, engine, session_key)
     await entry.drain()
+    detach()
 
 
 async def _until_idle_or_asking(task: asyncio.Task, engine: Engine, session_key: str) -> None:
-    while not task.done() and not engine.approvals.is_waiting(session_key):
+    while not task.done() and not engine.services.approvals.is_waiting(session_key):
         await asyncio.sleep(0.02)

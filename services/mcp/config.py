@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.base import ToolError
+from services.errors import ToolError
 
 MCP_FILE = "mcp.json"
 NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")

@@ -22,7 +22,7 @@ import signal
 from pathlib import Path
 
 from services.processes import kill_group, minimal_env
-from services.sandbox import sandbox_env
+from services.sandbox.bwrap import sandbox_env
 
 MAX_OUTPUT_CHARS = 8000
 MARKER_VAR = "ANIA_BASH_RUN"

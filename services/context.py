@@ -1,0 +1,59 @@
+"""The run context: live objects a run needs, passed with LangGraph's `context=` and never checkpointed.
+
+One frozen dataclass (STYLE 3): nodes and tools get the session, the requester, the callback bridge,
+the session's tool executor and the services through it; there are no module globals. It lives with the
+services (layer 1) because it carries them; the tool abstraction below takes it untyped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from services.container import Services
+from tools.registry import SessionExecutor
+
+#: Who runs: the session's own agent, a subagent, a clock task's one-shot agent, or a team member.
+AgentKind = Literal["main", "subagent", "clock", "team_member"]
+
+
+class CallbackBridge(Protocol):
+    """How tools reach the chat platform (T7). Tools never touch the platform directly."""
+
+    async def send_text(self, text: str) -> str: ...
+    async def send_image(self, b64: str) -> str: ...
+    async def send_file(self, name: str, b64: str) -> str: ...
+    async def get_msg_history(self, count: int, before_seq: int = 0) -> str: ...
+    async def get_private_file_url(self, file_id: str) -> str: ...
+    async def load_images(self) -> str: ...
+    def take_loaded_images(self) -> list[str]: ...
+    async def load_local_image(self, path: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class RunContext:
+    #: The conversation: `g:<group>` or `f:<user>` (a subagent or clock run acts on its target's).
+    session_key: str
+    #: The user whose message started the run; "" when nobody did (clock, subagent: only admins approve).
+    requester: str
+    #: How tools reach the chat (T7).
+    bridge: CallbackBridge
+    #: The tools this run sees; the session's own executor, or a throwaway one.
+    executor: SessionExecutor
+    #: Everything stateful, built once by the composition root (ania/compose.py).
+    services: Services
+    agent_kind: AgentKind = "main"
+    #: `time.monotonic()` when the run's time budget ends; None = no budget.
+    deadline: float | None = None
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def is_admin(self, user_id: str | None = None) -> bool:
+        return self.services.admins.is_admin(self.requester if user_id is None else user_id)
+
+    @property
+    def owns_executor(self) -> bool:
+        """Whether tools loaded now stay with the session (its own executor) or vanish with the run."""
+        return self.executor.owner == self.session_key
