@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 STUDIO_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
 
-.PHONY: setup chat demo test bench studio clean
+.PHONY: setup chat demo test lint bench studio clean
 
 setup: $(STAMP)
 
@@ -25,6 +25,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(ARGS)
+
+# Lint and type-check (ruff's wider rule set and mypy, configured in pyproject.toml); CI runs it first.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) -m bench.run $(ARGS)

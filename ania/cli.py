@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import logging
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from services.config import Paths, load_settings
 from services.errors import ConfigError
@@ -69,9 +69,13 @@ async def _run(args: argparse.Namespace) -> int:
 
             await run_terminal(engine, args.session, args.user)
         elif args.action == "list":
+            from langgraph.checkpoint.base import BaseCheckpointSaver
+
             from checkpoints.sessions import list_sessions
 
-            for info in await list_sessions(engine.graph.checkpointer):
+            saver = engine.graph.checkpointer
+            assert isinstance(saver, BaseCheckpointSaver), "the engine's graph always has a checkpointer"
+            for info in await list_sessions(saver):
                 print(f"{info.key}\t{info.checkpoints} checkpoints")
         else:
             from checkpoints.sessions import render, session_messages

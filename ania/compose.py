@@ -6,8 +6,9 @@ terminal's own user, Studio), a hook runner or handlers, a shorter approval time
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from services.admins import Admins
 from services.approvals import Approvals

@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
 from langgraph.graph.state import CompiledStateGraph
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 TURN_TIMEOUT = "Sorry, this took longer than {sec:g} s (bot.msg_event_timeout_sec) and was stopped."
 TURN_FAILED = "Sorry, something went wrong on my side ({detail}); the error is in the log. Please try again."
+AgentGraph = CompiledStateGraph[Any, Any, Any, Any]
 #: How a message ended, as the runtime reports it (the graph's statuses, plus the runtime's own).
 ReplyStatus = TurnStatus | Literal["timeout"]
 
@@ -46,7 +48,7 @@ class TurnResult:
 
 
 class Engine:
-    def __init__(self, services: Services, graph: CompiledStateGraph, stack: AsyncExitStack) -> None:
+    def __init__(self, services: Services, graph: AgentGraph, stack: AsyncExitStack) -> None:
         self.services = services
         self.graph = graph
         self._stack = stack
@@ -62,7 +64,7 @@ class Engine:
         hook_handlers: Sequence[Any] = (),
         approval_timeout_sec: float | None = None,
         local_admins: Iterable[str] = (),
-    ) -> "Engine":
+    ) -> Engine:
         """Build the services and the graph; `local_admins` act as admins without being in bot.admins."""
         paths = Paths.from_env()
         paths = Paths(config_dir=Path(config_dir or paths.config_dir), data_dir=Path(data_dir or paths.data_dir))
@@ -98,13 +100,13 @@ class Engine:
         budget = self.services.settings.bot.msg_event_timeout_sec
         try:
             result = await asyncio.wait_for(self._drive(ctx, text), budget)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await settle(self.graph, session_key, store, "the message's time budget ran out")
             result = TurnResult(TURN_TIMEOUT.format(sec=budget), "timeout")
         except asyncio.CancelledError:
             await asyncio.shield(settle(self.graph, session_key, store, "stopped with /stop"))
             raise
-        except Exception as e:  # noqa: BLE001 - a bug in a step must still end the turn with a reply
+        except Exception as e:
             log.exception("turn of %s failed", session_key)
             await settle(self.graph, session_key, store, f"the turn failed ({type(e).__name__})")
             result = TurnResult(TURN_FAILED.format(detail=type(e).__name__), "error")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from ania.engine import Engine, TurnResult
 from services.context import CallbackBridge

@@ -15,6 +15,7 @@ import logging
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from checkpoints.factory import thread_config
@@ -42,7 +43,8 @@ def _finished_results(snapshot: Any) -> dict[str, ToolMessage]:
 async def settle(graph: CompiledStateGraph, session_key: str, store: AppStore, reason: str) -> int:
     """Close a dangling step of `session_key`; returns how many tool calls were answered as not run."""
     config = thread_config(session_key)
-    if graph.checkpointer is not None and await graph.checkpointer.aget_tuple(config) is None:
+    saver = graph.checkpointer
+    if isinstance(saver, BaseCheckpointSaver) and await saver.aget_tuple(config) is None:
         return 0  # a new session: nothing stored, nothing to settle
     snapshot = await graph.aget_state(config)
     if not snapshot.next:

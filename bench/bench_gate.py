@@ -17,8 +17,9 @@ import asyncio
 import gc
 import tempfile
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any
 
 from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
 from bench.common import SESSION, USER, Ours, Peer, median, table, timed

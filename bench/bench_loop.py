@@ -16,9 +16,10 @@ import argparse
 import asyncio
 import gc
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
 from bench.common import Ours, Peer, db_bytes, kib, median, prefix_stable, subgraph_share, table, timed

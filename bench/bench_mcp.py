@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from langchain_mcp_adapters.client import MultiServerMCPClient
 
@@ -98,11 +100,11 @@ async def session_run(servers: list[HTTPServer], root: Path, mode: str) -> dict[
         finally:
             await ours.close()
     bodies = [rendered(r) for r in reqs]
-    common = [common_prefix(a, b) for a, b in zip(bodies, bodies[1:])]
-    shares = [c / len(b) for c, b in zip(common, bodies[1:])]
+    common = [common_prefix(a, b) for a, b in itertools.pairwise(bodies)]
+    shares = [c / len(b) for c, b in zip(common, bodies[1:], strict=False)]
     # The previous request is a prefix of the next one except for the messages array's closing "]".
-    breaks = sum(c < len(a) - 1 for c, a in zip(common, bodies))
-    fresh = len(bodies[0]) + sum(len(b) - c for c, b in zip(common, bodies[1:]))
+    breaks = sum(c < len(a) - 1 for c, a in zip(common, bodies, strict=False))
+    fresh = len(bodies[0]) + sum(len(b) - c for c, b in zip(common, bodies[1:], strict=False))
     return {"mode": mode, "tools": len(first_tools), "mcp": len(mcp_tools), "requests": len(reqs),
             "mean": statistics.mean(shares), "min": min(shares), "total": sum(len(b) for b in bodies),
             "breaks": breaks, "fresh": fresh}

@@ -8,13 +8,15 @@ checkpointer type (`AsyncSqliteSaver` on a temp file). Everything runs on 127.0.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import statistics
 import time
+from collections.abc import Sequence
 from contextlib import AsyncExitStack, closing
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ania.engine import Engine
 from ania.fakes.openai_server import Recorded, ScriptedOpenAI
@@ -48,7 +50,7 @@ class Ours:
         self.replies: list[str] = []
 
     @classmethod
-    async def start(cls, llm: ScriptedOpenAI, root: Path, **sections: dict[str, Any]) -> "Ours":
+    async def start(cls, llm: ScriptedOpenAI, root: Path, **sections: dict[str, Any]) -> Ours:
         (root / "config").mkdir(parents=True, exist_ok=True)
         engine = await Engine.start(root / "config", root / "data", settings=settings_for(llm, **sections),
                                     hooks=NoHooks())
@@ -106,7 +108,7 @@ class Peer:
         self._db = db
 
     @classmethod
-    async def start(cls, llm: ScriptedOpenAI, root: Path, tool_schemas: Sequence[dict[str, Any]]) -> "Peer":
+    async def start(cls, llm: ScriptedOpenAI, root: Path, tool_schemas: Sequence[dict[str, Any]]) -> Peer:
         from langchain.agents import create_agent
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -175,7 +177,7 @@ def prefix_stable(requests: Sequence[Recorded]) -> tuple[int, int]:
     messages (each message byte for byte) and the tools arrays are byte-identical."""
     dumped = [([json.dumps(m, ensure_ascii=False) for m in r.messages], json.dumps(r.tools)) for r in requests]
     stable = 0
-    for (msgs, tools), (nxt, nxt_tools) in zip(dumped, dumped[1:]):
+    for (msgs, tools), (nxt, nxt_tools) in itertools.pairwise(dumped):
         stable += nxt[: len(msgs)] == msgs and tools == nxt_tools
     return stable, max(0, len(dumped) - 1)
 
@@ -183,7 +185,7 @@ def prefix_stable(requests: Sequence[Recorded]) -> tuple[int, int]:
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[str(h) for h in headers], *[[_fmt(c) for c in r] for r in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in cells]
+    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False))) for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

@@ -10,7 +10,7 @@ import importlib
 import inspect
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 BENCHES = ("bench.bench_loop", "bench.bench_gate")
 OPTIONAL = ("bench.bench_mcp",)
@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         t0 = time.perf_counter()
         try:
             entry(argv) if inspect.signature(entry).parameters else entry()
-        except Exception as e:  # noqa: BLE001 - one failing benchmark must not hide the others
+        except Exception as e:
             failed.append(name)
             print(f"{name} failed: {type(e).__name__}: {e}")
         print(f"({time.perf_counter() - t0:.1f} s)\n")

@@ -5,11 +5,13 @@ Callers depend only on LangGraph's `BaseCheckpointSaver`, so the backend can cha
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 CHECKPOINT_FILE = "checkpoints.db"
 
@@ -18,28 +20,26 @@ CHECKPOINT_FILE = "checkpoints.db"
 async def open_checkpointer(data_dir: Path, url: str | None = None) -> AsyncIterator[BaseCheckpointSaver]:
     if url and url.startswith(("postgres://", "postgresql://")):
         try:
-            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # type: ignore[import-not-found]
+            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
         except ImportError:
             raise RuntimeError("a Postgres checkpointer needs: pip install langgraph-checkpoint-postgres") from None
         async with AsyncPostgresSaver.from_conn_string(url) as saver:
             await saver.setup()
             yield saver
         return
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, at start
     async with AsyncSqliteSaver.from_conn_string(str(data_dir / CHECKPOINT_FILE)) as saver:
         await saver.setup()
         await tune_sqlite(saver)
         yield saver
 
 
-async def tune_sqlite(saver: BaseCheckpointSaver) -> None:
+async def tune_sqlite(saver: AsyncSqliteSaver) -> None:
     """synchronous=NORMAL on the WAL database `setup()` made: a commit no longer waits for fsync. Every
     stored step survives a crash of the bot; only an OS crash or power cut can lose the last moments."""
-    await saver.conn.execute("PRAGMA synchronous=NORMAL")  # type: ignore[attr-defined]
+    await saver.conn.execute("PRAGMA synchronous=NORMAL")
 
 
-def thread_config(session_key: str) -> dict:
+def thread_config(session_key: str) -> RunnableConfig:
     """One LangGraph thread per session: the thread id is the session key."""
     return {"configurable": {"thread_id": session_key}}

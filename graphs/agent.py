@@ -9,7 +9,8 @@ round run concurrently. A branch that dies mid-way is settled by ania/recovery.p
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -30,7 +31,7 @@ def build_agent_graph(
     context_factory: ContextFactory | None = None,
     checkpointer: Any = None,
     name: str = "agent",
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """`context_tokens` gives the compaction threshold (read from settings when a run needs it)."""
     g = StateGraph(AgentState)
     g.add_node("prepare", bind_context(prepare, context_factory))

@@ -13,6 +13,9 @@ without re-running the ones before it.
 
 from __future__ import annotations
 
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -39,7 +42,8 @@ GATES = [
 ]
 
 
-def build_gate_graph(context_factory: ContextFactory | None = None, checkpointer: object = None) -> CompiledStateGraph:
+def build_gate_graph(context_factory: ContextFactory | None = None,
+                     checkpointer: BaseCheckpointSaver | bool | None = None) -> CompiledStateGraph[Any, Any, Any, Any]:
     g = StateGraph(GateState, output_schema=GateOutput)
     for name, fn in GATES:
         g.add_node(name, bind_context(fn, context_factory))

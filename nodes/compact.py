@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
@@ -25,7 +26,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from nodes.hook_events import hook_event
 from nodes.prompt import SUMMARY_TAG, text_of
-from nodes.state import AgentState
+from nodes.state import AgentState, usage_of
 from services.context import RunContext
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,8 @@ def transcript(messages: Sequence[AnyMessage]) -> str:
         role = {"human": "user", "ai": "assistant", "tool": f"tool {getattr(m, 'name', '')}"}.get(m.type, m.type)
         text = text_of(m)
         if isinstance(m, AIMessage) and m.tool_calls:
-            text += " " + " ".join(f"[calls {c['name']}({json.dumps(c['args'], ensure_ascii=False)})]" for c in m.tool_calls)
+            calls = (f"[calls {c['name']}({json.dumps(c['args'], ensure_ascii=False)})]" for c in m.tool_calls)
+            text += " " + " ".join(calls)
         lines.append(f"{role}: {text}")
     return "\n".join(lines)
 
@@ -110,16 +112,14 @@ async def compact(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         )
     except asyncio.CancelledError:
         raise
-    except Exception as e:  # noqa: BLE001 - a failed summary keeps the full history, the turn goes on
+    except Exception as e:
         log.warning("compaction of %s failed: %s", ctx.session_key, e)
         return {}
     summary = HumanMessage(
         content=f"<{SUMMARY_TAG}>\n{text_of(reply).strip()}\n</{SUMMARY_TAG}>",
         id=f"summary-{messages[cut].id}",
     )
-    usage = reply.usage_metadata or {}
-    counted = {"input_tokens": usage.get("input_tokens", 0), "output_tokens": usage.get("output_tokens", 0),
-               "total_tokens": usage.get("total_tokens", 0), "requests": 1}
+    counted = usage_of(reply)
     return {
         "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), summary, *messages[cut:]],
         "turn_usage": counted, "total_usage": counted,

@@ -7,7 +7,8 @@ Nodes are plain `async def node(state, ctx)`. Graph builders adapt them to LangG
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime

@@ -7,7 +7,8 @@ answer (or a timeout's deny); Studio and the HTTP API resume with `allow` / `den
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from langgraph.graph import END
 from langgraph.types import interrupt
@@ -34,7 +35,8 @@ APPROVAL_PROMPT = 'Tool "{name}" wants to run with {args}\n{why}'
 
 #: Longer arguments are shown head and tail only, with a warning (a long line can hide a command).
 MAX_SHOWN_ARGS = 2000
-LONG_ARGS = "\n[the arguments are {total} characters long; only the start and the end are shown. Deny unless you know the whole call]"
+LONG_ARGS = ("\n[the arguments are {total} characters long; only the start and the end are shown. "
+             "Deny unless you know the whole call]")
 
 
 def shown_args(args: dict[str, Any]) -> str:
@@ -154,7 +156,8 @@ async def admin_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
     call, tool, _ = _call_and_tool(state, ctx)
     if not tool.changes_config:
         return {}
-    return _ask("admin", call, f'"{call.name}" changes the configuration: an admin other than the requester must allow it.', ctx)
+    why = f'"{call.name}" changes the configuration: an admin other than the requester must allow it.'
+    return _ask("admin", call, why, ctx)
 
 
 async def human_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:

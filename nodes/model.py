@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from nodes.prompt import request_messages, text_of
-from nodes.state import AgentState
+from nodes.state import AgentState, usage_of
 from services.context import RunContext
 from services.errors import ConfigError
 
@@ -39,7 +39,7 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         reply = await runnable.ainvoke(request_messages(settings, state.get("messages", [])))
     except asyncio.CancelledError:
         raise
-    except Exception as e:  # noqa: BLE001 - endpoint errors and timeouts end the turn with a reply
+    except Exception as e:
         log.warning("model call failed for %s: %s", ctx.session_key, e)
         return {"messages": [AIMessage(MODEL_FAILED.format(detail=_describe(e)))], "status": "error"}
     # Provider ids are not unique across restarts (and a fake server repeats them); ours must be,
@@ -50,23 +50,13 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         log.warning("model returned an empty answer for %s; sent a fallback reply", ctx.session_key)
         update_fields["content"] = EMPTY_REPLY
     reply = reply.model_copy(update=update_fields)
-    usage = _usage(reply)
+    usage = usage_of(reply)
     update: dict[str, Any] = {"messages": [reply], "turn_usage": usage, "total_usage": usage}
     if reply.tool_calls or reply.invalid_tool_calls:
         update["rounds"] = state.get("rounds", 0) + 1
         if reply.content:  # intermediate text goes out now (dropped by subagent and clock bridges)
             await ctx.bridge.send_text(text_of(reply))
     return update
-
-
-def _usage(reply: AIMessage) -> dict[str, int]:
-    meta = reply.usage_metadata or {}
-    return {
-        "input_tokens": int(meta.get("input_tokens", 0)),
-        "output_tokens": int(meta.get("output_tokens", 0)),
-        "total_tokens": int(meta.get("total_tokens", 0)),
-        "requests": 1,
-    }
 
 
 def _describe(e: Exception) -> str:

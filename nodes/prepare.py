@@ -38,7 +38,7 @@ async def prepare(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     outcome = await hooks.run(hook_event(ctx, "UserPromptSubmit", prompt=text_of(last)))
     if outcome.blocked:
         # The blocked text never reaches the model, now or in later turns.
-        return {**turn, "messages": [RemoveMessage(id=last.id)], "status": "blocked",
+        return {**turn, "messages": [RemoveMessage(id=last.id or "")], "status": "blocked",
                 "reply": PROMPT_BLOCKED.format(reason=outcome.reason or "blocked by a hook")}
     blocks += context_block(outcome.context)
     if ctx.agent_kind == "main":
@@ -49,6 +49,7 @@ async def prepare(state: AgentState, ctx: RunContext) -> dict[str, Any]:
 
 async def finish(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     event: HookEventName = "Stop" if ctx.agent_kind == "main" else "SubagentStop"
-    last = state.get("messages", [])[-1:] or [None]
-    await ctx.services.hooks.run(hook_event(ctx, event, tool_result=text_of(last[0]) if last[0] else None))
+    messages = state.get("messages", [])
+    result = text_of(messages[-1]) if messages else None
+    await ctx.services.hooks.run(hook_event(ctx, event, tool_result=result))
     return {}

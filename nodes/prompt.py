@@ -7,7 +7,7 @@ messages byte for byte and provider prefix caches keep hitting.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, SystemMessage
 

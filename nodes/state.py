@@ -10,10 +10,10 @@ conversation instead of with its square, as the stock full-snapshot-per-step sto
 
 from __future__ import annotations
 
-from functools import reduce
-from typing import Annotated, Any, Literal, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
@@ -21,13 +21,23 @@ from typing_extensions import TypedDict
 
 def fold_messages(state: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
     """`add_messages` folded over a batch of writes (batching-invariant, as DeltaChannel requires)."""
-    return reduce(add_messages, writes, state or [])
+    value: Any = state or []
+    for write in writes:
+        value = add_messages(value, write)
+    return value
 
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "requests")
 #: How the current message ended: it answered, an endpoint or step failed, it hit agent.max_rounds, a
 #: hook blocked the prompt, or it was stopped (/stop, the time budget, a restart: set by recovery).
 TurnStatus = Literal["ok", "error", "max_rounds", "blocked", "stopped"]
+
+
+def usage_of(reply: BaseMessage) -> dict[str, int]:
+    """The token counters of one model call (one request), as the usage channels add them up."""
+    meta: Mapping[str, Any] = getattr(reply, "usage_metadata", None) or {}
+    return {"input_tokens": int(meta.get("input_tokens", 0)), "output_tokens": int(meta.get("output_tokens", 0)),
+            "total_tokens": int(meta.get("total_tokens", 0)), "requests": 1}
 
 
 def add_usage(left: dict[str, int] | None, right: dict[str, int] | None) -> dict[str, int]:

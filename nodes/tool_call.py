@@ -14,7 +14,8 @@ one warning, and only it, is silenced here.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
@@ -24,11 +25,10 @@ from nodes.context import ContextFactory, resolve
 from nodes.gates import may_pause
 from nodes.state import GateInput
 
-
 warnings.filterwarnings("ignore", message="`durability` has no effect when no checkpointer is present")
 
 
-def tool_call_node(pausable: CompiledStateGraph, straight: CompiledStateGraph,
+def tool_call_node(pausable: CompiledStateGraph[Any, Any, Any, Any], straight: CompiledStateGraph[Any, Any, Any, Any],
                    context_factory: ContextFactory | None) -> Callable[..., Any]:
     """The node for `Send(tool_call, {"call": ...})`; `pausable` has the checkpointer, `straight` none."""
 

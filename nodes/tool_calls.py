@@ -18,7 +18,7 @@ TOOL_NODE = "tool_call"
 
 
 def calls_of(message: AIMessage) -> list[ToolCall]:
-    calls = [ToolCall(id=c["id"], name=c["name"], args=dict(c.get("args") or {})) for c in message.tool_calls]
+    calls = [ToolCall(id=c["id"] or "", name=c["name"], args=dict(c.get("args") or {})) for c in message.tool_calls]
     for bad in message.invalid_tool_calls:  # the provider re-reads them in this same order
         _, error = parse_raw_arguments(bad.get("args") or "")
         calls.append(ToolCall(id=bad.get("id") or "", name=bad.get("name") or "", args={},
@@ -37,10 +37,7 @@ def route_after_model(state: AgentState) -> list[Send] | str:
 
 def tool_message(state: GateState) -> ToolMessage:
     call = ToolCall.from_dict(state["call"])
-    if state.get("blocked"):
-        outcome = ToolOutcome(state["blocked"], "blocked")
-    else:
-        outcome = ToolOutcome(**state["result"])
+    outcome = ToolOutcome(state["blocked"], "blocked") if state.get("blocked") else ToolOutcome(**state["result"])
     text = outcome.text
     notes = [n for n in state.get("notes", []) if n]
     if notes:

@@ -6,7 +6,7 @@ given to the constructor by the composition root, and the settings stay as loade
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from services.config import Settings
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import re
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from services.admins import Admins
 from services.config import Settings
@@ -118,7 +119,7 @@ class Approvals:
             timeout = self._timeout or self._settings.approval.effective_timeout
             try:
                 return await asyncio.wait_for(asyncio.shield(future), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await self._notify(session, f'Approval {rid} for "{request["tool"]}" timed out; the call was not run.')
                 return {"decision": "deny", "by": "", "reason": TIMED_OUT.format(sec=timeout)}
             finally:

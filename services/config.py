@@ -27,15 +27,11 @@ ENV_PREFIX = "ANIA_"
 CONFIG_FILE = "ania.toml"
 
 
-def _secret(description: str) -> dict[str, Any]:
-    return {"description": description, "json_schema_extra": {"sensitive": True}}
-
-
 class LLMSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     base_url: str = Field("", description="OpenAI-compatible endpoint, e.g. https://api.deepseek.com")
-    api_key: str = Field("", **_secret("API key of the endpoint"))
+    api_key: str = Field("", description="API key of the endpoint", json_schema_extra={"sensitive": True})
     model: str = Field("", description="Model name, e.g. deepseek-chat")
     timeout_sec: float = Field(60.0, gt=0, description="Per-request timeout of the model endpoint")
     max_retries: int = Field(2, ge=0, le=10, description="Retries after an endpoint error or timeout")
@@ -151,7 +147,7 @@ class Paths:
     data_dir: Path
 
     @classmethod
-    def from_env(cls) -> "Paths":
+    def from_env(cls) -> Paths:
         return cls(
             config_dir=Path(os.environ.get("ANIA_CONFIG_DIR", "./config")).resolve(),
             data_dir=Path(os.environ.get("ANIA_DATA_DIR", "./data")).resolve(),
@@ -170,8 +166,9 @@ def registry() -> list[KeyInfo]:
     """Every registered key (sorted), derived from the settings model."""
     out: list[KeyInfo] = []
     for section, sfield in Settings.model_fields.items():
-        model = sfield.default_factory  # type: ignore[assignment]
-        for name, f in model.model_fields.items():  # type: ignore[union-attr]
+        model = sfield.annotation
+        assert isinstance(model, type) and issubclass(model, BaseModel), section
+        for name, f in model.model_fields.items():
             extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
             out.append(
                 KeyInfo(

@@ -7,8 +7,8 @@ only the keys in use right now.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
 
 
 class KeyedLocks:

@@ -8,8 +8,8 @@ to an admin's private chat and tool sends all go through here, so no adapter rep
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable
 
 log = logging.getLogger(__name__)
 

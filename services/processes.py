@@ -12,7 +12,7 @@ import ctypes
 import os
 import re
 import signal
-from typing import Mapping
+from collections.abc import Mapping
 
 #: Names that look like credentials (API_KEY, GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, DB_PASSWORD ...).
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|PRIVATE", re.IGNORECASE)

@@ -9,8 +9,8 @@ turn checks the checkpoint for a dangling step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from services.lru import LRU
 from tools.registry import SessionExecutor, SharedExecutor

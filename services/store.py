@@ -10,8 +10,9 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import sqlite_utils
 
@@ -19,18 +20,19 @@ Migration = Callable[[sqlite_utils.Database], None]
 
 
 def _m001_kv(db: sqlite_utils.Database) -> None:
-    db["kv"].create({"key": str, "value": str, "expires_at": float}, pk="key", not_null={"value"})
+    db.table("kv").create({"key": str, "value": str, "expires_at": float}, pk="key", not_null={"value"})
 
 
 def _m002_oplog(db: sqlite_utils.Database) -> None:
-    db["op_log"].create(
+    db.table("op_log").create(
         {"id": int, "ts": float, "kind": str, "session": str, "actor": str, "detail": str}, pk="id"
     )
-    db["op_log"].create_index(["kind", "ts"])
+    db.table("op_log").create_index(["kind", "ts"])
 
 
 def _m003_started_calls(db: sqlite_utils.Database) -> None:
-    db["started_calls"].create({"session": str, "call_id": str, "tool": str, "ts": float}, pk=("session", "call_id"))
+    columns = {"session": str, "call_id": str, "tool": str, "ts": float}
+    db.table("started_calls").create(columns, pk=("session", "call_id"))
 
 
 #: Never reorder or rename: the names are recorded in `_migrations`.
@@ -54,12 +56,13 @@ class AppStore:
 
     def migrate(self) -> None:
         with self._lock:
-            done = {r["name"] for r in self.db["_migrations"].rows} if "_migrations" in self.db.table_names() else set()
+            known = "_migrations" in self.db.table_names()
+            done = {r["name"] for r in self.db.table("_migrations").rows} if known else set()
             for name, fn in MIGRATIONS:
                 if name not in done:
                     with self.db.conn:
                         fn(self.db)
-                        self.db["_migrations"].insert({"name": name, "ts": time.time()}, pk="name")
+                        self.db.table("_migrations").insert({"name": name, "ts": time.time()}, pk="name")
 
     # --- KV -------------------------------------------------------------------------------
     def kv_get(self, key: str, default: Any = None) -> Any:
@@ -72,7 +75,8 @@ class AppStore:
     def kv_set(self, key: str, value: Any, ttl_sec: float | None = None) -> None:
         expires = None if ttl_sec is None else time.time() + ttl_sec
         with self._lock:
-            self.db["kv"].upsert({"key": key, "value": json.dumps(value, sort_keys=True), "expires_at": expires}, pk="key")
+            row = {"key": key, "value": json.dumps(value, sort_keys=True), "expires_at": expires}
+            self.db.table("kv").upsert(row, pk="key")
 
     def kv_delete(self, key: str) -> None:
         with self._lock:
@@ -81,7 +85,7 @@ class AppStore:
     # --- operation log ----------------------------------------------------------------------
     def log_op(self, kind: str, session: str, actor: str, detail: dict[str, Any]) -> None:
         with self._lock:
-            self.db["op_log"].insert(
+            self.db.table("op_log").insert(
                 {"ts": time.time(), "kind": kind, "session": session, "actor": actor,
                  "detail": json.dumps(detail, sort_keys=True, ensure_ascii=False)}
             )
@@ -89,7 +93,8 @@ class AppStore:
     def ops(self, kind: str | None = None) -> list[dict[str, Any]]:
         with self._lock:
             where, args = ("kind = ?", [kind]) if kind else (None, None)
-            return [dict(r, detail=json.loads(r["detail"])) for r in self.db["op_log"].rows_where(where, args, order_by="id")]
+            rows = self.db.table("op_log").rows_where(where, args, order_by="id")
+            return [dict(r, detail=json.loads(r["detail"])) for r in rows]
 
     # --- calls whose execution began (so a crash or /stop never reports them as "not run") -------
     def call_started(self, session: str, call_id: str, tool: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import time
@@ -56,7 +57,7 @@ async def test_request_prefix_is_byte_stable_over_three_turns(scripted_llm, make
     reqs = scripted_llm.requests
     assert len(reqs) == 6
     system = reqs[0].messages[0]
-    for prev, cur in zip(reqs, reqs[1:]):
+    for prev, cur in itertools.pairwise(reqs):
         assert cur.messages[: len(prev.messages)] == prev.messages
         assert json.dumps(cur.messages[: len(prev.messages)]) == json.dumps(prev.messages)
         assert tools_bytes(cur.raw) == tools_bytes(prev.raw)

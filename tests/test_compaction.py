@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from ania.fakes.openai_server import Calls, Reply
@@ -57,7 +59,7 @@ async def test_compaction_summarizes_and_history_is_append_only_again(scripted_l
     scripted_llm.script([Reply("third answer")])
     await chat.say("f:u1", "u1", "third")
     after.append(scripted_llm.requests[-1])
-    for prev, cur in zip(after, after[1:]):
+    for prev, cur in itertools.pairwise(after):
         assert cur.messages[: len(prev.messages)] == prev.messages  # append-only again
     state = await chat.engine.graph.aget_state(thread_config("f:u1"))
     assert _pairs_intact(state.values["messages"])

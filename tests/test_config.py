@@ -37,7 +37,7 @@ def test_invalid_and_missing_settings_are_one_line(tmp_path, monkeypatch):
     assert str(e.value).startswith("invalid setting llm.timeout_sec (ANIA_LLM__TIMEOUT_SEC):")
     assert "\n" not in str(e.value)
     monkeypatch.delenv("ANIA_LLM__TIMEOUT_SEC")
-    with pytest.raises(ConfigError, match="missing setting llm.base_url"):
+    with pytest.raises(ConfigError, match=r"missing setting llm\.base_url"):
         require_llm(load_settings(tmp_path))
     (tmp_path / "ania.toml").write_text("[llm\n")
     with pytest.raises(ConfigError, match="is not valid TOML"):

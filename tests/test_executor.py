@@ -44,24 +44,30 @@ def test_sessions_do_not_share_loaded_tools():
 
 
 async def test_loading_while_other_tools_read_is_safe():
+    """A reader iterates the live table (not a copy) across awaits while loads land: copy-on-write means
+    its snapshot never changes under it. With in-place updates this raises "dictionary changed size"."""
     shared = SharedExecutor([make_tool(f"t{i:03d}") for i in range(50)])
     ex = SessionExecutor(shared)
-    seen = []
+    ex.load([make_tool("s000")])
+    seen: list[int] = []
 
     async def reader():
-        for _ in range(200):
-            for t in ex.tools():  # iterating a snapshot while loads replace the table
+        for _ in range(20):
+            table = ex.own.snapshot()
+            size = len(table)
+            for _name in table:  # iterating the mapping itself, yielding to the loader in between
                 await asyncio.sleep(0)
-                seen.append(t.name)
+            assert len(table) == size  # the snapshot a reader holds is never modified
+            seen.append(size)
 
     async def loader():
-        for i in range(200):
+        for i in range(1, 200):
             ex.load([make_tool(f"s{i:03d}")])
             await asyncio.sleep(0)
 
     await asyncio.gather(reader(), loader(), reader())
     assert len([t for t in ex.tools() if t.name.startswith("s")]) == 200
-    assert seen
+    assert len(seen) == 40 and max(seen) > min(seen)  # readers really overlapped with loads
 
 
 async def test_error_results_name_the_tool():

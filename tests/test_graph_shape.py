@@ -15,7 +15,7 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 @pytest.mark.parametrize("name, graph", [
     ("agent", lambda: build_agent_graph(lambda: 1000)),
-    ("gate", lambda: build_gate_graph()),
+    ("gate", build_gate_graph),
 ])
 def test_graph_diagram_is_unchanged(name, graph):
     drawn = graph().get_graph().draw_mermaid()
@@ -24,3 +24,14 @@ def test_graph_diagram_is_unchanged(name, graph):
         path.write_text(drawn)
     assert path.exists(), f"no snapshot {path.name}; create it with UPDATE_SNAPSHOTS=1"
     assert drawn == path.read_text(), f"{name} graph changed; review and rerun with UPDATE_SNAPSHOTS=1"
+
+
+@pytest.mark.parametrize("graph, fields", [
+    (lambda: build_agent_graph(lambda: 1000), {"messages", "status", "turn_usage"}),
+    (build_gate_graph, {"call", "route", "blocked", "messages"}),
+])
+def test_graph_schemas_build_on_the_oldest_supported_python(graph, fields):
+    """Studio's input form and chat view read these; with `typing.TypedDict` pydantic refuses them before 3.12."""
+    compiled = graph()
+    assert fields <= set(compiled.get_input_jsonschema()["properties"])
+    assert "messages" in compiled.get_output_jsonschema()["properties"]

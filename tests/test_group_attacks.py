@@ -157,7 +157,7 @@ async def test_a_call_running_when_the_bot_is_killed_may_have_run(scripted_llm, 
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
     proc.stdin.write(b"run it\n")
     await proc.stdin.drain()
-    await wait_for(lambda: (workspace / "started").exists(), timeout=30)
+    await wait_for((workspace / "started").exists, timeout=30)
     proc.kill()
     await proc.wait()
     chat = await make_chat(make_settings(scripted_llm), data=tmp_path / "data")

@@ -28,13 +28,13 @@ from tests.hook_helpers import TOOL, alive, one, script, warnings_of, write_conf
 
 async def test_exit0_stdout_becomes_context(tmp_path: Path) -> None:
     one(tmp_path, "UserPromptSubmit", script(tmp_path, "h", "echo '  remember the rules  '"))
-    out = await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", **{"prompt": "hi"}))
+    out = await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", prompt="hi"))
     assert out == HookOutcome(blocked=False, reason="", context=("remember the rules",))
 
 
 async def test_exit0_empty_stdout_gives_no_context(tmp_path: Path) -> None:
     one(tmp_path, "UserPromptSubmit", script(tmp_path, "h", "echo '   '; exit 0"))
-    assert await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", **{})) == HookOutcome()
+    assert await HookManager(tmp_path).run(HookEvent("UserPromptSubmit")) == HookOutcome()
 
 
 async def test_exit2_blocks_with_stderr_reason(tmp_path: Path) -> None:
@@ -98,7 +98,7 @@ async def test_json_permission_allow_passes(tmp_path: Path) -> None:
 
 async def test_json_continue_false_blocks(tmp_path: Path) -> None:
     one(tmp_path, "Stop", json_hook(tmp_path, {"continue": False, "stopReason": "budget exhausted"}))
-    out = await HookManager(tmp_path).run(HookEvent("Stop", **{}))
+    out = await HookManager(tmp_path).run(HookEvent("Stop"))
     assert out.blocked and out.reason == "budget exhausted"
 
 
@@ -106,7 +106,7 @@ async def test_json_additional_context(tmp_path: Path) -> None:
     obj = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "today is Tuesday"},
            "suppressOutput": True}
     one(tmp_path, "SessionStart", json_hook(tmp_path, obj))
-    out = await HookManager(tmp_path).run(HookEvent("SessionStart", **{}))
+    out = await HookManager(tmp_path).run(HookEvent("SessionStart"))
     assert out == HookOutcome(context=("today is Tuesday",))
 
 
@@ -146,7 +146,7 @@ async def test_matchers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Non
 
 async def test_matcher_ignored_for_non_tool_events(tmp_path: Path) -> None:
     one(tmp_path, "UserPromptSubmit", "echo ran", matcher="(not a [valid regex")
-    assert (await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", **{"prompt": "x"}))).context == ("ran",)
+    assert (await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", prompt="x"))).context == ("ran",)
 
 
 # --- payload ----------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ async def test_payload_on_stdin(tmp_path: Path) -> None:
 async def test_absent_payload_keys_are_null(tmp_path: Path) -> None:
     dump = tmp_path / "stdin.json"
     one(tmp_path, "SessionStart", f"cat > {shlex.quote(str(dump))}")
-    await HookManager(tmp_path).run(HookEvent("SessionStart", **{"session_id": "private:7"}))
+    await HookManager(tmp_path).run(HookEvent("SessionStart", session_id="private:7"))
     got = json.loads(dump.read_text())
     assert got["session_id"] == "private:7" and got["hook_event_name"] == "SessionStart"
     assert got["agent_kind"] == "main"  # every event comes from a run, which has a kind
@@ -182,7 +182,7 @@ async def test_absent_payload_keys_are_null(tmp_path: Path) -> None:
 
 async def test_hook_ignoring_large_stdin(tmp_path: Path) -> None:
     one(tmp_path, "UserPromptSubmit", "echo fine")
-    out = await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", **{"prompt": "x" * 2_000_000}))
+    out = await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", prompt="x" * 2_000_000))
     assert out.context == ("fine",)
 
 
@@ -212,7 +212,7 @@ async def test_timeout_with_escaped_daemon_holding_stdout(tmp_path: Path) -> Non
         timeout=1)
     started = time.monotonic()
     try:
-        assert await HookManager(tmp_path).run(HookEvent("Stop", **{})) == HookOutcome()
+        assert await HookManager(tmp_path).run(HookEvent("Stop")) == HookOutcome()
         assert time.monotonic() - started < 2.5
     finally:
         os.kill(int(pidfile.read_text()), signal.SIGKILL)
@@ -221,7 +221,7 @@ async def test_timeout_with_escaped_daemon_holding_stdout(tmp_path: Path) -> Non
 async def test_cancelled_run_kills_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     one(tmp_path, "Stop", script(tmp_path, "slow", f"sleep 30 &\necho $! > {shlex.quote(str(pidfile))}\nwait"))
-    task = asyncio.create_task(HookManager(tmp_path).run(HookEvent("Stop", **{})))
+    task = asyncio.create_task(HookManager(tmp_path).run(HookEvent("Stop")))
     for _ in range(100):
         if pidfile.exists() and pidfile.read_text().strip():
             break

@@ -75,7 +75,7 @@ async def test_hooks_do_not_see_secrets(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
     dump = tmp_path / "env.txt"
     one(tmp_path, "UserPromptSubmit", script(tmp_path, "h", f"env > {dump}"))
-    await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", **{"prompt": "hi"}))
+    await HookManager(tmp_path).run(HookEvent("UserPromptSubmit", prompt="hi"))
     seen = dump.read_text()
     assert "sk-secret-1" not in seen and "ghp-secret-2" not in seen
     assert "HARMLESS_SETTING=visible" in seen and "CLAUDE_PROJECT_DIR=" in seen

@@ -56,7 +56,7 @@ async def test_handlers_run_before_shell_hooks_in_order(tmp_path: Path) -> None:
     one(tmp_path, "UserPromptSubmit", f"echo shell >> {shlex.quote(str(order))}; echo shell-ctx")
     h1 = Recorder(order, "h1", HookOutcome(context=("h1-ctx",)))
     h2 = Recorder(order, "h2")
-    out = await HookManager(tmp_path, [h1, h2]).run(HookEvent("UserPromptSubmit", **{"prompt": "hello"}))
+    out = await HookManager(tmp_path, [h1, h2]).run(HookEvent("UserPromptSubmit", prompt="hello"))
     assert order.read_text().split() == ["h1", "h2", "shell"]
     assert out == HookOutcome(context=("h1-ctx", "shell-ctx"))
     assert h1.calls == [("UserPromptSubmit", HookEvent("UserPromptSubmit", prompt="hello").payload())]
@@ -75,7 +75,7 @@ async def test_handler_block_skips_shell_hooks(tmp_path: Path) -> None:
 async def test_raising_handler_is_isolated(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     one(tmp_path, "Stop", "echo shell-ctx")
     after = Recorder(tmp_path / "log", "after", HookOutcome(context=("after-ctx",)))
-    out = await HookManager(tmp_path, [Exploding(), after]).run(HookEvent("Stop", **{}))
+    out = await HookManager(tmp_path, [Exploding(), after]).run(HookEvent("Stop"))
     assert out == HookOutcome(context=("after-ctx", "shell-ctx"))
     [rec] = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert "Exploding" in rec.getMessage() and "Stop" in rec.getMessage()
@@ -84,7 +84,7 @@ async def test_raising_handler_is_isolated(tmp_path: Path, caplog: pytest.LogCap
 
 async def test_unknown_event_at_run_is_misuse(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="Notify"):
-        await HookManager(tmp_path).run(HookEvent("Notify", **{}))
+        await HookManager(tmp_path).run(HookEvent("Notify"))
 
 
 # --- config file: TTL, broken files, unknown events -------------------------------------------
@@ -99,13 +99,13 @@ async def test_ttl_reread_and_recompile_only_on_change(tmp_path: Path) -> None:
     clock = FakeClock()
     one(tmp_path, "Stop", "echo A", matcher="x")
     m = HookManager(tmp_path, ttl_sec=5.0, clock=clock)
-    assert (await m.run(HookEvent("Stop", **{}))).context == ("A",)
+    assert (await m.run(HookEvent("Stop"))).context == ("A",)
     table = await m.table()
     one(tmp_path, "Stop", "echo B")
     clock.t += 4.9
-    assert (await m.run(HookEvent("Stop", **{}))).context == ("A",)  # within TTL: not re-read
+    assert (await m.run(HookEvent("Stop"))).context == ("A",)  # within TTL: not re-read
     clock.t += 0.2
-    assert (await m.run(HookEvent("Stop", **{}))).context == ("B",)  # TTL passed: re-read
+    assert (await m.run(HookEvent("Stop"))).context == ("B",)  # TTL passed: re-read
     table_b = await m.table()
     assert table_b is not table
     clock.t += 10
@@ -116,23 +116,23 @@ async def test_broken_file_reported_once_last_good_kept(tmp_path: Path, caplog: 
     clock = FakeClock()
     one(tmp_path, "Stop", "echo good")
     m = HookManager(tmp_path, clock=clock)
-    assert (await m.run(HookEvent("Stop", **{}))).context == ("good",)
+    assert (await m.run(HookEvent("Stop"))).context == ("good",)
     path = tmp_path / "hooks.json"
     path.write_text('{"hooks": {"Stop": [')
     for _ in range(4):
         clock.t += 6
-        assert (await m.run(HookEvent("Stop", **{}))).context == ("good",)
+        assert (await m.run(HookEvent("Stop"))).context == ("good",)
     broken = [w for w in warnings_of(caplog) if "broken" in w]
     assert len(broken) == 1 and str(path) in broken[0] and "invalid JSON" in broken[0]
     path.write_text('{"hooks": {"Stop": {"command": "echo wrong shape"}}}')
     for _ in range(3):
         clock.t += 6
-        assert (await m.run(HookEvent("Stop", **{}))).context == ("good",)
+        assert (await m.run(HookEvent("Stop"))).context == ("good",)
     broken = [w for w in warnings_of(caplog) if "broken" in w]
     assert len(broken) == 2 and "hooks.Stop" in broken[1]
     one(tmp_path, "Stop", "echo fixed")
     clock.t += 6
-    assert (await m.run(HookEvent("Stop", **{}))).context == ("fixed",)
+    assert (await m.run(HookEvent("Stop"))).context == ("fixed",)
 
 
 async def test_unknown_event_in_file_warned_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -141,7 +141,7 @@ async def test_unknown_event_in_file_warned_once(tmp_path: Path, caplog: pytest.
                             "Stop": [{"hooks": [{"type": "command", "command": "echo s"}]}]})
     m = HookManager(tmp_path, clock=clock)
     for _ in range(3):
-        assert (await m.run(HookEvent("Stop", **{}))).context == ("s",)
+        assert (await m.run(HookEvent("Stop"))).context == ("s",)
         clock.t += 6
     assert len([w for w in warnings_of(caplog) if "Notification" in w]) == 1
 

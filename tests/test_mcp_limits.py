@@ -65,7 +65,7 @@ async def test_mcp_add_refuses_variable_references(tmp_path, field, value):
         spec = {"name": "x", "command": sys.executable} if field != "headers" else {"name": "x", "url": "http://127.0.0.1:9/mcp"}
         out = await e.call("mcp_add", {**spec, field: value})
         assert out.status == "error" and "${...} reference" in out.text
-        assert e.manager.servers == {} and not e.manager.path.exists() or "x" not in e.manager.path.read_text()
+        assert (e.manager.servers == {} and not e.manager.path.exists()) or "x" not in e.manager.path.read_text()
     finally:
         await e.close()
 

@@ -4,6 +4,7 @@ proxy modes."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -94,5 +95,5 @@ async def test_lazy_proxy_never_changes_the_tools_array(scripted_llm, make_chat,
     assert results[0].startswith("Loaded 1 tools. Call them with mcp_call(name, arguments)")
     assert '"required":["a","b"]' in results[0]
     assert results[1] == "42"
-    for prev, cur in zip(reqs, reqs[1:]):  # each request extends the previous one
+    for prev, cur in itertools.pairwise(reqs):  # each request extends the previous one
         assert json.dumps(cur.messages[: len(prev.messages)]) == json.dumps(prev.messages)

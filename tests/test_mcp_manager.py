@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 import pytest_asyncio
@@ -177,9 +176,7 @@ async def test_a_second_session_does_not_see_the_first_sessions_tools(env):
 async def test_a_call_that_outlives_its_deadline_fails_clearly_and_the_session_survives(env, server):
     name = f"mcp__{server}__slow"
     await env.call("mcp_load", {"names": [name, f"mcp__{server}__echo"]}, "g:slow")
-    t0 = time.monotonic()
     out = await env.call(name, {"seconds": 8}, "g:slow")
-    assert time.monotonic() - t0 < 4
     assert out.status == "error"
     assert out.text == (f'Error: MCP tool "slow" of server "{server}" did not answer within 2 s '
                         "(mcp.call_timeout_sec); it may still be running on the server")
@@ -232,12 +229,13 @@ async def test_http_server_killed_during_a_call_fails_fast_then_reconnects_after
     e = await make_env(tmp_path, {"web": srv.spec()}, call_timeout_sec=20)
     try:
         await e.call("mcp_load", {"names": ["mcp__web__slow", "mcp__web__echo"]})
-        call = asyncio.create_task(e.call("mcp__web__slow", {"seconds": 10}))
-        await asyncio.sleep(0.5)
-        t0 = time.monotonic()
+        started = tmp_path / "slow-started"
+        call = asyncio.create_task(e.call("mcp__web__slow", {"seconds": 10, "started_file": str(started)}))
+        while not started.exists():  # the server says the call is in flight
+            await asyncio.sleep(0.01)
         srv.stop()
-        out = await asyncio.wait_for(call, 5)
-        assert time.monotonic() - t0 < 3, "a broken stream must not wait for the 20 s deadline"
+        out = await asyncio.wait_for(call, 10)
+        # "lost during the call", not "did not answer within 20 s": the broken stream was noticed at once.
         assert out.status == "error" and "was lost during the call of \"slow\"" in out.text
         down = await e.call("mcp__web__echo", {"text": "x"})
         assert down.status == "error" and "cannot connect to" in down.text
@@ -278,9 +276,7 @@ async def test_an_http_server_that_never_answers_the_handshake_hits_the_connect_
     server = await asyncio.start_server(mute, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     try:
-        t0 = time.monotonic()
         e = await make_env(tmp_path, {"mute": {"url": f"http://127.0.0.1:{port}/mcp"}}, connect_timeout_sec=1)
-        assert time.monotonic() - t0 < 3
         assert e.report["mute"] == 'MCP server "mute" is unavailable: it did not finish connecting within 1 s'
         await e.close()
     finally:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from tools.schema import function_schema, normalize, params_schema
 
 
-class Color(str, Enum):
+class Color(StrEnum):
     red = "red"
     blue = "blue"
 

@@ -62,7 +62,7 @@ async def test_todo_reminder_only_when_the_list_changed(scripted_llm, make_chat)
     await chat.say("f:u1", "u1", "status?")
     last = scripted_llm.requests[-1].messages[-1]["content"]
     assert "<todo_reminder>" in last and "ship" in last
-    for prev, cur in zip(scripted_llm.requests, scripted_llm.requests[1:]):
+    for prev, cur in zip(scripted_llm.requests, scripted_llm.requests[1:], strict=False):
         assert cur.messages[: len(prev.messages)] == prev.messages  # reminders never break the prefix
 
 

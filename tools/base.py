@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from functools import cached_property
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -49,7 +49,7 @@ class Tool(ABC, Generic[P]):
     def parse(self, raw: dict[str, Any]) -> P:
         """Validate the model's arguments; every problem is reported at once, in a stable order."""
         try:
-            return self.params.model_validate(raw)  # type: ignore[return-value]
+            return cast(P, self.params.model_validate(raw))  # `params` is the model P stands for
         except ValidationError as e:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"

@@ -26,8 +26,9 @@ import functools
 import logging
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -180,7 +181,7 @@ class BashTool(Tool[BashParams]):
     def classify(self, command: str) -> Verdict:
         return self.decide(command).verdict
 
-    def approval_reason(self, args: BashParams, ctx: "RunContext") -> str | None:
+    def approval_reason(self, args: BashParams, ctx: RunContext) -> str | None:
         d = self.decide(args.command)
         if d.verdict != "ask" or self.mode == "broken":
             return None  # refused at execute, no human to bother
@@ -188,7 +189,7 @@ class BashTool(Tool[BashParams]):
         note = f"it could not be checked fully: {d.doubt}" if d.doubt else d.note
         return ASK_REASON.format(command=shown) + (ASK_NOTE.format(note=note) if note else "")
 
-    async def execute(self, args: BashParams, ctx: "RunContext") -> str:
+    async def execute(self, args: BashParams, ctx: RunContext) -> str:
         if self.mode == "broken":
             raise ToolError(SANDBOX_BROKEN.format(why=self.sandbox_problem))
         d = self.decide(args.command)

@@ -30,8 +30,8 @@ _WRAPPERS: dict[str, tuple[str, int]] = {
     "timeout": ("-s -k", 1), "stdbuf": ("-i -o -e", 0), "xargs": ("-I -n -P -L -d -s -E -a", 0),
     "chroot": ("", 1), "function": ("", 1), "taskset": ("", 1), "chrt": ("", 1), "flock": ("-w -E", 1),
     "strace": ("-o -e -p -s -u -E", 0), "watch": ("-n -d", 0), "runuser": ("-u -g -G", 0), "prlimit": ("-p", 0),
-    **dict.fromkeys("command builtin nohup setsid busybox unshare setpriv nsenter ltrace ! { if then elif else do "
-                   "while until".split(), ("", 0)),
+    **dict.fromkeys(["command", "builtin", "nohup", "setsid", "busybox", "unshare", "setpriv", "nsenter", "ltrace",
+                     "!", "{", "if", "then", "elif", "else", "do", "while", "until"], ("", 0)),
 }
 _SHELLS = frozenset(("sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "rbash"))
 #: Commands that run code the line does not show, or change how later lines parse.
@@ -62,7 +62,7 @@ class Analysis:
 class _Frame:
     """One open construct: `top`, `sub` ($( <( >(, part of a word), `group` ( ... ), `dq` or `param` (${)."""
 
-    __slots__ = ("kind", "start", "word", "redir")
+    __slots__ = ("kind", "redir", "start", "word")
 
     def __init__(self, kind: str, start: int) -> None:
         self.kind, self.start, self.word, self.redir = kind, start, False, ""

@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Literal
 
 from services.errors import ToolArgumentError, ToolError
 from tools.base import Tool
@@ -35,7 +36,7 @@ class ToolCall:
     args_error: str | None = None
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ToolCall":
+    def from_dict(cls, d: Mapping[str, Any]) -> ToolCall:
         return cls(id=d["id"], name=d["name"], args=dict(d.get("args") or {}), args_error=d.get("args_error"))
 
     def to_dict(self) -> dict[str, Any]:
@@ -126,7 +127,7 @@ class SessionExecutor:
             raise
         except ToolError as e:
             return ToolOutcome(TOOL_ERROR.format(detail=e), "error")
-        except Exception as e:  # noqa: BLE001 - any tool bug becomes the model's tool result
+        except Exception as e:
             log.warning("tool %s raised", tool.name, exc_info=True)
             return ToolOutcome(TOOL_FAILED.format(name=tool.name, detail=f"{type(e).__name__}: {e}"), "error")
 

@@ -46,7 +46,7 @@ def normalize(node: Any, defs: dict[str, Any] | None = None, _seen: tuple[str, .
             raise SchemaError(f"recursive schema reference {name!r} cannot be inlined")
         target = dict(defs.get(name, {}))
         extra = {k: v for k, v in node.items() if k != "$ref"}
-        return normalize({**target, **extra}, defs, _seen + (name,))
+        return normalize({**target, **extra}, defs, (*_seen, name))
     node = _collapse_nullable(node)
     if "$ref" in node:
         return normalize(node, defs, _seen)

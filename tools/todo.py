@@ -76,7 +76,7 @@ class TodoWriteTool(Tool[TodoWriteParams]):
     description = TODO_WRITE_DESCRIPTION
     params = TodoWriteParams
 
-    async def execute(self, args: TodoWriteParams, ctx: "RunContext") -> str:
+    async def execute(self, args: TodoWriteParams, ctx: RunContext) -> str:
         if ctx.agent_kind != "main":
             raise ToolError(MAIN_ONLY)
         items = validate(args.todos)

@@ -12,8 +12,9 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -34,7 +35,7 @@ class Reply:
 class Calls:
     """An assistant turn that calls tools: `(name, args)`; args as a dict, or a raw string (bad JSON)."""
 
-    calls: list[tuple[str, Union[dict, str]]]
+    calls: list[tuple[str, dict | str]]
     text: str = ""
     delay: float = 0.0
 
@@ -52,10 +53,10 @@ class Stall:
     """Answer only after `seconds` (to trip the client's timeout)."""
 
     seconds: float
-    then: "Step | None" = None
+    then: Step | None = None
 
 
-Step = Union[Reply, Calls, Fail, Stall, Callable[[dict], "Step"]]
+Step = Reply | Calls | Fail | Stall | Callable[[dict], "Step"]
 
 
 @dataclass
@@ -92,7 +93,7 @@ class ScriptedOpenAI:
         self.port = 0
 
     # --- scripting ---------------------------------------------------------------------------
-    def script(self, steps: list[Step]) -> "ScriptedOpenAI":
+    def script(self, steps: list[Step]) -> ScriptedOpenAI:
         with self._lock:
             self._script.extend(steps)
         return self
@@ -111,7 +112,7 @@ class ScriptedOpenAI:
         return f"http://127.0.0.1:{self.port}/v1"
 
     # --- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> "ScriptedOpenAI":
+    def start(self) -> ScriptedOpenAI:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         # Accepted sockets inherit it: no 40 ms delayed-ACK stall on every keep-alive response.
@@ -131,7 +132,8 @@ class ScriptedOpenAI:
             loop = asyncio.new_event_loop()
             self._loop = loop
             loop.call_soon(ready.set)
-            loop.run_until_complete(self._server.serve(sockets=[sock]))  # type: ignore[union-attr]
+            assert self._server is not None
+            loop.run_until_complete(self._server.serve(sockets=[sock]))
             loop.close()
 
         self._thread = threading.Thread(target=run, name="scripted-openai", daemon=True)
@@ -148,7 +150,7 @@ class ScriptedOpenAI:
         if self._thread is not None:
             self._thread.join(5)
 
-    def __enter__(self) -> "ScriptedOpenAI":
+    def __enter__(self) -> ScriptedOpenAI:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -178,6 +180,7 @@ class ScriptedOpenAI:
             step = step.then or Reply(_echo(body))
         if isinstance(step, Fail):
             return JSONResponse({"error": {"message": step.message, "type": "server_error"}}, status_code=step.status)
+        assert isinstance(step, (Reply, Calls)), step  # _next resolves callables
         if step.delay:
             self.model_seconds += step.delay
             await asyncio.sleep(step.delay)

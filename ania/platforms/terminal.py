@@ -61,5 +61,5 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
 
 
 async def _until_idle_or_asking(task: asyncio.Task, engine: Engine, session_key: str) -> None:
-    while not task.done() and not engine.services.approvals.is_waiting(session_key):
+    while not task.done() and not engine.services.approvals.is_waiting(session_key):  # noqa: ASYNC110 - two conditions
         await asyncio.sleep(0.02)

@@ -13,8 +13,9 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 from services.errors import ConfigError
 from services.hooks.config import HookTable, ShellHook, parse_hooks

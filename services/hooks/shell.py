@@ -11,8 +11,9 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from services.hooks.types import BLOCKING_EVENTS, HookEvent, HookOutcome
 from services.processes import kill_group

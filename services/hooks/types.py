@@ -7,8 +7,9 @@ shell hooks its JSON on stdin. The implementation of the runner is services/hook
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Protocol, get_args
+from typing import Any, Literal, Protocol, get_args
 
 HookEventName = Literal[
     "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SubagentStop", "PreCompact"]

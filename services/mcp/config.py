@@ -55,7 +55,7 @@ class ToolFilter:
     match: str = "all"
 
     @classmethod
-    def parse(cls, raw: Any) -> "ToolFilter":
+    def parse(cls, raw: Any) -> ToolFilter:
         if raw is None:
             return cls()
         if not isinstance(raw, dict):
@@ -112,7 +112,7 @@ class ServerSpec:
     filter: ToolFilter = field(default_factory=ToolFilter)
 
     @classmethod
-    def parse(cls, name: str, raw: Any) -> "ServerSpec":
+    def parse(cls, name: str, raw: Any) -> ServerSpec:
         check_name(name)
         if not isinstance(raw, dict):
             raise MCPError(f'MCP server "{name}": the definition must be an object')

@@ -22,13 +22,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any, cast
 
 import anyio
 import httpx
-from langchain_mcp_adapters.sessions import create_session
+from langchain_mcp_adapters.sessions import Connection, create_session
 from mcp import ClientSession, types
 from mcp.shared.exceptions import McpError
 
@@ -137,13 +138,14 @@ class MCPConnection:
     async def _own(self, gen: int, ready: asyncio.Future[Any], stop: asyncio.Event, down: asyncio.Event) -> None:
         """The owner task: enters the transport + session contexts and holds them until `stop`."""
         try:
-            async with create_session(self.spec.connection(self._http_factory(gen))) as session:  # type: ignore[arg-type]
+            connection = cast(Connection, self.spec.connection(self._http_factory(gen)))  # one of its TypedDicts
+            async with create_session(connection) as session:
                 await session.initialize()
                 tools = await _list_all(session)
                 if not ready.done():
                     ready.set_result((session, tools))
                 await stop.wait()
-        except BaseException as e:  # noqa: BLE001 - the owner reports, never propagates
+        except BaseException as e:
             reason = describe(e, self.spec)
             if not ready.done():
                 ready.set_exception(_ConnectFailed(reason))
@@ -241,7 +243,7 @@ class MCPConnection:
             await asyncio.wait_for(live.session.send_ping(), PING_TIMEOUT)
         except asyncio.CancelledError:
             raise
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             self._mark_down(live, "the session stopped answering", sent=True)
 
     def _mark_down(self, live: _Live, reason: str, *, sent: bool) -> None:

@@ -73,13 +73,14 @@ class RemoteDef:
     read_only: bool = False
 
     @classmethod
-    def from_mcp(cls, server: str, tool: types.Tool, name: str | None = None) -> "RemoteDef":
+    def from_mcp(cls, server: str, tool: types.Tool, name: str | None = None) -> RemoteDef:
         ann = tool.annotations
         return cls(
             server=server, tool=tool.name, name=name or exposed_name(server, tool.name),
             description=cap(inspect.cleandoc(tool.description or ""), MAX_DESCRIPTION_RUNES)
             or f"MCP tool {tool.name} of server {server}",
-            parameters=_capped_descriptions(convert_schema(tool.inputSchema)), input_schema=dict(tool.inputSchema or {}),
+            parameters=_capped_descriptions(convert_schema(tool.inputSchema)),
+            input_schema=dict(tool.inputSchema or {}),
             read_only=bool(ann and ann.readOnlyHint),
         )
 
@@ -90,7 +91,7 @@ class RemoteDef:
                 "parameters": json.dumps(self.parameters, ensure_ascii=False), "read_only": self.read_only}
 
     @classmethod
-    def from_json(cls, name: str, d: dict[str, Any]) -> "RemoteDef":
+    def from_json(cls, name: str, d: dict[str, Any]) -> RemoteDef:
         params = d["parameters"]
         params = json.loads(params) if isinstance(params, str) else params
         return cls(server=d["server"], tool=d["tool"], name=name, description=d["description"],
@@ -166,7 +167,7 @@ def _fill(node: Any) -> Any:
         return [_fill(x) for x in node]
     if not isinstance(node, dict):
         return node
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in node.items():
         if k == "properties" and isinstance(v, dict):
             out[k] = {name: _fill(p) for name, p in v.items()}

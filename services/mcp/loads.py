@@ -10,8 +10,9 @@ was removed from the config says so. The tool never silently vanishes from the s
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from services.lru import LRU
 from services.mcp.convert import RemoteDef, arg_problems, make_validator

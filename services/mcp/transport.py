@@ -9,7 +9,8 @@ otherwise leave a Streamable HTTP call waiting until its deadline when the serve
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 from mcp import types
@@ -79,7 +80,7 @@ class _WatchedTransport(httpx.AsyncBaseTransport):
             raise
         return httpx.Response(
             status_code=response.status_code, headers=response.headers, extensions=response.extensions,
-            stream=_WatchedStream(response.stream, lambda e: self._on_error(e, request.method)),  # type: ignore[arg-type]
+            stream=_WatchedStream(response.stream, lambda e: self._on_error(e, request.method)),
         )
 
     async def aclose(self) -> None:

@@ -18,8 +18,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from services.processes import minimal_env
 
@@ -97,8 +97,8 @@ def _probe(disable_userns: bool) -> str | None:
     with tempfile.TemporaryDirectory(prefix="ania-bwrap-probe-") as ws:
         argv = [*bwrap_args(Path(ws), disable_userns=disable_userns), "/bin/sh", "-c", "echo ok > probe; cat probe"]
         try:
-            done = subprocess.run(argv, env=sandbox_env(Path(ws)), capture_output=True, timeout=PROBE_TIMEOUT,
-                                  stdin=subprocess.DEVNULL, start_new_session=True)
+            done = subprocess.run(argv, check=False, env=sandbox_env(Path(ws)), capture_output=True,
+                                  timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         except (OSError, subprocess.SubprocessError) as e:
             return str(e)
         if done.returncode == 0 and done.stdout.strip() == b"ok":

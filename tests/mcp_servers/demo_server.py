@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+from pathlib import Path
 from typing import Literal
 
 from mcp import types
@@ -64,8 +65,10 @@ def build(port: int, many: int, prefix: str, hostile: bool = False) -> FastMCP:
         return ("0123456789" * (n // 10 + 1))[:n]
 
     @server.tool()
-    async def slow(seconds: float) -> str:
+    async def slow(seconds: float, started_file: str = "") -> str:
         """Sleep for the given seconds, then answer."""
+        if started_file:  # tells a test the call is in flight on the server
+            Path(started_file).touch()
         await asyncio.sleep(seconds)
         return f"slept {seconds}"
 

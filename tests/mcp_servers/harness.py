@@ -64,15 +64,15 @@ class HTTPServer:
     def spec(self, **extra: Any) -> dict[str, Any]:
         return {"url": self.url, "transport": self.transport.replace("-", "_"), **extra}
 
-    def start(self, timeout: float = 15.0) -> "HTTPServer":
+    def start(self, timeout: float = 15.0) -> HTTPServer:
         return self.spawn().wait(timeout)
 
-    def spawn(self) -> "HTTPServer":
+    def spawn(self) -> HTTPServer:
         self.proc = subprocess.Popen([sys.executable, DEMO, self.transport, str(self.port), *self.extra],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return self
 
-    def wait(self, timeout: float = 15.0) -> "HTTPServer":
+    def wait(self, timeout: float = 15.0) -> HTTPServer:
         """Until the port accepts connections (the subprocess exiting or the timeout raise)."""
         assert self.proc is not None
         deadline = time.monotonic() + timeout
