@@ -1,1 +1,1 @@
-"""The runtime: composition root, message entry, platform adapters, CLI (DESIGN.md, layer 5)."""
+"""The runtime: composition root, message entry, platform adapters, CLI (docs/ARCHITECTURE.md, layer 5)."""

@@ -1,1 +1,1 @@
-"""Persistence of conversations: the checkpointer factory and session listing (DESIGN.md, layer 1)."""
+"""Persistence of conversations: the checkpointer factory and session listing (docs/ARCHITECTURE.md, layer 1)."""

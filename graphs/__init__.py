@@ -1,1 +1,1 @@
-"""Graph assembly only: which nodes, which edges, which state (DESIGN.md, layer 4)."""
+"""Graph assembly only: which nodes, which edges, which state (docs/ARCHITECTURE.md, layer 4)."""

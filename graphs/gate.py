@@ -1,4 +1,4 @@
-"""The gate pipeline: one run per tool call, each gate its own node (DESIGN.md, G1).
+"""The gate pipeline: one run per tool call, each gate its own node (docs/ARCHITECTURE.md, G1).
 
     plan_mode → pre_tool_hooks → admin_approval → human_approval → execute → post_tool_hooks → END
         └──────── a gate blocks (or the call is invalid) ──────────────────▶ emit → END

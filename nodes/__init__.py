@@ -1,1 +1,1 @@
-"""One concern per module: each is one step of a run (DESIGN.md, layer 3)."""
+"""One concern per module: each is one step of a run (docs/ARCHITECTURE.md, layer 3)."""

@@ -1,1 +1,1 @@
-"""Everything stateful that is not a graph (DESIGN.md, layer 1)."""
+"""Everything stateful that is not a graph (docs/ARCHITECTURE.md, layer 1)."""

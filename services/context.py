@@ -1,6 +1,6 @@
 """The run context: live objects a run needs, passed with LangGraph's `context=` and never checkpointed.
 
-One frozen dataclass (STYLE 3): nodes and tools get the session, the requester, the callback bridge,
+One frozen dataclass: nodes and tools get the session, the requester, the callback bridge,
 the session's tool executor and the services through it; there are no module globals. It lives with the
 services (layer 1) because it carries them; the tool abstraction below takes it untyped.
 """
