@@ -23,8 +23,8 @@ from ania.fakes.openai_server import Recorded, ScriptedOpenAI
 from ania.platforms.bridge import ChatBridge
 from checkpoints.factory import CHECKPOINT_FILE, tune_sqlite
 from services.config import Settings
-from services.hooks.types import NoHooks
-from services.llm.lean_openai import ModelFactory
+from services.hooks import NoHooks
+from services.llm import ModelFactory
 from tools.time_tool import TimeParams, TimeTool
 
 SESSION = "f:bench"

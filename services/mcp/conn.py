@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import anyio
 import httpx
@@ -68,6 +68,10 @@ class _Live:
     tools: list[types.Tool] = field(default_factory=list)
 
 
+#: never connected yet | live | dropped (re-opened at the next call) | could not connect (backoff) | removed
+ConnStatus = Literal["new", "connected", "down", "failed", "closed"]
+
+
 class MCPConnection:
     #: After a failed connect, calls do not try again before this many seconds (reconnect() always does).
     retry_backoff_sec: float = 30.0
@@ -76,7 +80,7 @@ class MCPConnection:
         self.spec = spec
         self.connect_timeout = connect_timeout
         self.call_timeout = call_timeout
-        self.status = "new"  # new | connected | down | failed | closed
+        self.status: ConnStatus = "new"
         self.error = ""
         self.tools: list[types.Tool] = []  # after the server's filter
         self.connects = 0
