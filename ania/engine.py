@@ -99,7 +99,8 @@ class Engine:
         ctx = self.context(session_key, user_id, bridge)
         budget = self.services.settings.bot.msg_event_timeout_sec
         try:
-            result = await asyncio.wait_for(self._drive(ctx, text), budget)
+            async with asyncio.timeout(budget):  # no extra task per turn, as wait_for would make
+                result = await self._drive(ctx, text)
         except TimeoutError:
             await settle(self.graph, session_key, store, "the message's time budget ran out")
             result = TurnResult(TURN_TIMEOUT.format(sec=budget), "timeout")
