@@ -4,12 +4,18 @@ Compiled without a checkpointer (the server brings its own). Importing this modu
 configuration: the first run builds one engine from `ANIA_CONFIG_DIR` / `ANIA_DATA_DIR` (the only
 place that does so lazily) and gives each run a context for its thread, as the local admin "studio".
 Approvals pause as interrupts; resume them with "allow" or "deny" from Studio or the HTTP API.
+
+`langgraph dev` moves to another port when the one asked for is taken, and says so only in a log line
+among many; loading this module prints the URL the server really serves on (`LANGGRAPH_API_URL`, which
+`langgraph dev` sets before it loads the graphs) as one plain line on stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 
 from langchain_core.runnables import RunnableConfig
 
@@ -21,6 +27,9 @@ from services.context import RunContext
 
 log = logging.getLogger("ania.studio")
 STUDIO_USER = "studio"
+STUDIO_UI = "https://smith.langchain.com/studio/?baseUrl={url}"
+ANNOUNCED = "ANIA_STUDIO_URL"
+SERVED_AT = "Ania: graphs agent and gate served at {url} (Studio: {ui})\n"
 
 
 class _Lazy:
@@ -57,3 +66,15 @@ async def _studio_context(config: RunnableConfig) -> RunContext:
 agent = build_agent_graph(_lazy.context_tokens, context_factory=_studio_context, name="agent")
 #: One tool call through the gates on its own; input: {"call": {"id": "c1", "name": "time", "args": {}}}.
 gate = build_gate_graph(_studio_context)
+
+
+def _announce() -> None:
+    """Once per server process: `langgraph dev` executes this file once per graph of langgraph.json."""
+    url = os.environ.get("LANGGRAPH_API_URL")
+    if url and os.environ.get(ANNOUNCED) != url:
+        os.environ[ANNOUNCED] = url
+        sys.stderr.write(SERVED_AT.format(url=url, ui=STUDIO_UI.format(url=url)))
+        sys.stderr.flush()
+
+
+_announce()

@@ -12,7 +12,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-BENCHES = ("bench.bench_loop", "bench.bench_gate")
+BENCHES = ("bench.bench_loop", "bench.bench_storage", "bench.bench_gate", "bench.bench_throughput",
+           "bench.bench_startup")
 OPTIONAL = ("bench.bench_mcp",)
 
 

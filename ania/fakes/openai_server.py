@@ -3,17 +3,25 @@
 Tests, the benchmark and a newcomer's first `ania chat` drive the real `ChatOpenAI` against it. Each
 request takes the next scripted step; with the script empty it echoes the last user message. Every
 request body is kept (raw bytes and parsed JSON) so tests can assert exactly what the engine sent.
+
+`load_script` reads a script from a JSON file (`ania fake-llm --script FILE`, `ania demo --script FILE`):
+a list of steps, each `{"reply": "text"}`, `{"calls": [{"name": "time", "args": {...}}], "text": ""}`,
+`{"fail": 500}` or `{"stall": seconds}`, with an optional `"delay"` and a `"note"` that is ignored. In a
+reply, `{user}` is the last user message and `{tool_result}` the last tool result, so a script can show
+what a tool returned.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -21,6 +29,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from services.errors import ConfigError
 
 
 @dataclass
@@ -131,6 +141,7 @@ class ScriptedOpenAI:
         def run() -> None:
             loop = asyncio.new_event_loop()
             self._loop = loop
+            self._stopping = asyncio.Event()
             loop.call_soon(ready.set)
             assert self._server is not None
             loop.run_until_complete(self._server.serve(sockets=[sock]))
@@ -145,6 +156,11 @@ class ScriptedOpenAI:
         return self
 
     def stop(self) -> None:
+        """Ends scripted delays and stalls at once, so no request is cut off (and logged) at shutdown."""
+        loop, stopping = getattr(self, "_loop", None), getattr(self, "_stopping", None)
+        if loop is not None and stopping is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(stopping.set)
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
@@ -176,14 +192,16 @@ class ScriptedOpenAI:
             self.requests.append(Recorded(raw, body))
         step = self._next(body)
         while isinstance(step, Stall):
-            await asyncio.sleep(step.seconds)
+            if await self._sleep(step.seconds):
+                return JSONResponse({"error": {"message": "stopping", "type": "server_error"}}, status_code=503)
             step = step.then or Reply(_echo(body))
         if isinstance(step, Fail):
             return JSONResponse({"error": {"message": step.message, "type": "server_error"}}, status_code=step.status)
         assert isinstance(step, (Reply, Calls)), step  # _next resolves callables
         if step.delay:
             self.model_seconds += step.delay
-            await asyncio.sleep(step.delay)
+            if await self._sleep(step.delay):
+                return JSONResponse({"error": {"message": "stopping", "type": "server_error"}}, status_code=503)
         message = self._message(step)
         usage = _usage(raw, message)
         if body.get("stream"):
@@ -195,6 +213,14 @@ class ScriptedOpenAI:
                          "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
             "usage": usage,
         })
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep; True when the server is stopping meanwhile."""
+        try:
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
 
     def _message(self, step: Reply | Calls) -> dict[str, Any]:
         if isinstance(step, Reply):
@@ -219,14 +245,77 @@ class ScriptedOpenAI:
         yield "data: [DONE]\n\n"
 
 
-def _echo(body: dict[str, Any]) -> str:
+def _last(body: dict[str, Any], role: str) -> str | None:
     for m in reversed(body.get("messages", [])):
-        if m.get("role") == "user":
+        if m.get("role") == role:
             content = m.get("content")
             if isinstance(content, list):
                 content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-            return f"echo: {content}"
-    return "echo: (nothing)"
+            return str(content or "")
+    return None
+
+
+def _echo(body: dict[str, Any]) -> str:
+    user = _last(body, "user")
+    return "echo: (nothing)" if user is None else f"echo: {user}"
+
+
+# --- scripts from a file -------------------------------------------------------------------------
+STEP_KEYS = ("reply", "calls", "fail", "stall")
+
+
+def load_script(path: str | Path) -> list[Step]:
+    """The steps of a JSON script file; a ConfigError names the file and the step that is wrong."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"cannot read script {path}: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"script {path} is not valid JSON: {e}") from None
+    if not isinstance(raw, list):
+        raise ConfigError(f"script {path}: expected a JSON list of steps")
+    steps = []
+    for number, item in enumerate(raw, 1):
+        try:
+            steps.append(_step(item))
+        except (TypeError, ValueError, KeyError) as e:
+            raise ConfigError(f"script {path}, step {number}: {e}") from None
+    return steps
+
+
+def _step(item: Any) -> Step:
+    if not isinstance(item, dict):
+        raise TypeError(f"a step is an object with one of {', '.join(STEP_KEYS)}")
+    kinds = [k for k in STEP_KEYS if k in item]
+    unknown = sorted(set(item) - {*STEP_KEYS, "text", "delay", "note", "message"})
+    if len(kinds) != 1 or unknown:
+        raise ValueError(f"give exactly one of {', '.join(STEP_KEYS)}" + (f" (unknown: {', '.join(unknown)})"
+                                                                            if unknown else ""))
+    delay = float(item.get("delay", 0))
+    if "reply" in item:
+        text = str(item["reply"])
+        return (lambda body: Reply(_fill(text, body), delay)) if "{" in text else Reply(text, delay)
+    if "calls" in item:
+        calls = item["calls"]
+        if not isinstance(calls, list) or not calls:
+            raise TypeError('"calls" is a non-empty list of {"name": ..., "args": {...}}')
+        pairs: list[tuple[str, dict | str]] = []
+        for call in calls:
+            if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+                raise TypeError('each call is {"name": "tool", "args": {...}}')
+            args = call.get("args", {})
+            if not isinstance(args, (dict, str)):
+                raise TypeError(f'the args of "{call["name"]}" must be an object (or a raw JSON string)')
+            pairs.append((call["name"], args))
+        return Calls(pairs, text=str(item.get("text", "")), delay=delay)
+    if "fail" in item:
+        return Fail(int(item["fail"]), str(item.get("message", "scripted failure")))
+    return Stall(float(item["stall"]))
+
+
+def _fill(text: str, body: dict[str, Any]) -> str:
+    return text.replace("{user}", _last(body, "user") or "").replace("{tool_result}", _last(body, "tool") or "")
 
 
 def _usage(raw: bytes, message: dict[str, Any]) -> dict[str, int]:
