@@ -3,21 +3,28 @@
 Compiled without a checkpointer (the server brings its own). Importing this module reads no model
 configuration: the first run builds one engine from `ANIA_CONFIG_DIR` / `ANIA_DATA_DIR` (the only
 place that does so lazily) and gives each run a context for its thread, as the local admin "studio".
-Approvals pause as interrupts; resume them with "allow" or "deny" from Studio or the HTTP API.
+Approvals pause as interrupts; resume them with "allow" or "deny" from Studio or the HTTP API. The
+subagent and team graphs are here too; a subagent started by a tool inside a Studio run is stored on the
+engine's checkpointer (data/checkpoints.db), not Studio's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 
 from langchain_core.runnables import RunnableConfig
 
 from ania.engine import Engine
-from ania.platforms.bridge import ChatBridge
+from ania.platforms.bridge import ChatBridge, SubagentBridge
 from graphs.agent import build_agent_graph
 from graphs.gate import build_gate_graph
+from graphs.subagent import build_subagent_graph
+from graphs.team import build_team_graph
+from nodes.subagent import subagent_executor
 from services.context import RunContext
+from services.subagents import SubagentRequest
 
 log = logging.getLogger("ania.studio")
 STUDIO_USER = "studio"
@@ -54,6 +61,19 @@ async def _studio_context(config: RunnableConfig) -> RunContext:
     return engine.context(thread, STUDIO_USER, bridge)
 
 
+async def _studio_subagent_context(config: RunnableConfig) -> RunContext:
+    """A subagent as subagent_run makes one: no requester, no recursion tools, a bridge that drops text."""
+    ctx = await _studio_context(config)
+    executor = subagent_executor(ctx, SubagentRequest(task="", budget_sec=0))
+    return replace(ctx, requester="", agent_kind="subagent", executor=executor,
+                   bridge=SubagentBridge(ctx.bridge, "subagent"))
+
+
 agent = build_agent_graph(_lazy.context_tokens, context_factory=_studio_context, name="agent")
 #: One tool call through the gates on its own; input: {"call": {"id": "c1", "name": "time", "args": {}}}.
 gate = build_gate_graph(_studio_context)
+#: A one-shot subagent; input: {"messages": [{"role": "user", "content": "<the task>"}], "max_rounds": 5}.
+subagent = build_subagent_graph(_lazy.context_tokens, context_factory=_studio_subagent_context, name="subagent")
+#: A team run; input: {"team": {"name": ..., "purpose": ..., "members": [{"name", "role"}]}, "task": ...}.
+#: Its members run on the engine's own checkpointer (`ania sessions show <thread>/sub/<run id>-<n>`).
+team = build_team_graph(context_factory=_studio_context, name="team")

@@ -60,8 +60,10 @@ def requests_of(server: Any, marker: str) -> list[Any]:
     return [r for r in server.requests if marker in first_user(r.body)]
 
 
-def tool_results(request: Any) -> list[str]:
-    return [text(m) for m in request.messages if m["role"] == "tool"]
+def tool_results(request: Any, last_turn: bool = True) -> list[str]:
+    """The tool results a request carries: of its latest turn only, or of the whole history."""
+    start = last_user_index(request.body) if last_turn else 0
+    return [text(m) for m in request.messages[start:] if m["role"] == "tool"]
 
 
 class LabelParams(BaseModel):

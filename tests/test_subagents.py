@@ -217,5 +217,5 @@ async def test_stop_cancels_the_subagent_through_the_parent(scripted_llm, make_c
     assert await chat.say("f:u1", "u1", "/stop") == ["Stopped 1 running or queued message(s)."]
     assert task.cancelled() and sleepy.cancelled == ["z"]
     assert await chat.say("f:u1", "u1", "next") == ["here again"]
-    [settled] = tool_results(scripted_llm.requests[-1])
+    [settled] = tool_results(scripted_llm.requests[-1], last_turn=False)
     assert settled.startswith('No result: "subagent_run" had started')

@@ -118,7 +118,8 @@ class TeamSaveTool(Tool[TeamSaveParams]):
         replaced = await asyncio.to_thread(ctx.services.teams.save, team)
         ctx.services.store.log_op("team_save", ctx.session_key, ctx.requester, {"team": team.name, "scope": scope})
         verb = "Replaced" if replaced else "Saved"
-        return f'{verb} team "{team.name}" ({_where(team)}, {len(team.members)} members). Run it with team_run.'
+        n = len(team.members)
+        return f'{verb} team "{team.name}" ({_where(team)}, {n} member{"" if n == 1 else "s"}). Run it with team_run.'
 
 
 class TeamListTool(Tool[NoParams]):
