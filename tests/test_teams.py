@@ -204,3 +204,25 @@ async def test_a_process_killed_during_a_team_run_settles_and_no_member_reruns(s
     assert settled.startswith('No result: "team_run" had started, but the turn ended before it finished '
                               "(the previous turn did not finish (restart or stop))")
     assert len(requests_of(scripted_llm, "ROLE-")) == 3  # no member ran again
+
+
+def test_a_person_in_ania_chat_saves_and_runs_a_team_and_can_open_a_member_run(scripted_llm, tmp_path):
+    from tests.test_terminal import ania, env_for
+
+    scripted_llm.respond_with(Router()
+        .on("save a team", Calls([("team_save", {"name": "duo", "purpose": "Two views.", "members": TRIO[:2]})]),
+            Reply("saved duo"))
+        .on("run the team", Calls([("team_run", {"name": "duo", "task": "TASK-T is it safe?"})]), Reply("both agree"))
+        .on("ROLE-ALICE", Reply("alice: safe"))
+        .on("ROLE-BOB", Reply("bob: safe")))
+    env = env_for(scripted_llm, tmp_path)
+    done = ania("chat", env=env, stdin="save a team\nrun the team\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["saved duo", "both agree"]
+    listed = ania("sessions", "list", env=env).stdout.splitlines()
+    threads = sorted(line.split("\t")[0] for line in listed)
+    assert threads[0] == "f:local" and len(threads) == 4  # the chat, two members, the team run
+    member = next(t for t in threads if re.fullmatch(r"f:local/sub/[0-9a-f]{12}-1", t))
+    assert any(re.fullmatch(r"f:local/team/[0-9a-f]{12}", t) for t in threads)
+    shown = ania("sessions", "show", member, env=env).stdout.splitlines()
+    assert shown[0].startswith("human: You are a subagent:") and shown[-1] == "ai: alice: safe"
