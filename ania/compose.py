@@ -72,7 +72,10 @@ async def build_services(
     )
 
 
-def bind_subagents(services: Services, checkpointer: Any) -> None:
-    """Attach the subagent and team graphs, on the engine's checkpointer, to `services.subagents` (A1-A4)."""
+def bind_subagents(services: Services, checkpointer: Any, stack: AsyncExitStack) -> None:
+    """Attach the subagent and team graphs to `services.subagents` (A1-A4); finished runs are kept on
+    `checkpointer`, and closing `stack` waits until they are."""
     settings = services.settings
-    services.subagents.bind(SubagentRunner(checkpointer, lambda: settings.agent.context_tokens))
+    runner = SubagentRunner(checkpointer, lambda: settings.agent.context_tokens)
+    services.subagents.bind(runner)
+    stack.push_async_callback(runner.aclose)

@@ -75,7 +75,7 @@ class Engine:
                                             hook_handlers=hook_handlers, approval_timeout_sec=approval_timeout_sec)
             saver = await stack.enter_async_context(open_checkpointer(paths.data_dir))
             graph = build_agent_graph(lambda: settings.agent.context_tokens, checkpointer=saver)
-            bind_subagents(services, saver)
+            bind_subagents(services, saver, stack)
         except BaseException:
             await stack.aclose()
             raise

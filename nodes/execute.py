@@ -19,8 +19,10 @@ async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:
         tool, args = ctx.executor.resolve(call)
     except ToolError as e:  # the table changed since check_call (e.g. a server was removed)
         return {"result": {"text": str(e), "status": "error"}}
-    # Recorded before it runs: if the turn dies now, recovery says "may have run", never "not run".
-    ctx.services.store.call_started(ctx.session_key, call.id, call.name)
+    # Recorded before it runs: if the turn dies now, recovery says "may have run", never "not run". A subagent's
+    # calls are not: nothing settles or resumes its thread (its caller's call is the one recorded).
+    if ctx.agent_kind not in ("subagent", "team_member"):
+        ctx.services.store.call_started(ctx.session_key, call.id, call.name)
     # The call gets its own usage meter: tokens a subagent or team spends are folded in once, by this step.
     meter = UsageMeter()
     result = result_dict(await ctx.executor.execute(tool, args, replace(ctx, usage=meter)))

@@ -2,9 +2,10 @@
 
 `run_subagent(graph, parent, request, bridge)` runs the subagent graph (graphs/subagent.py) once:
 
-- on its own thread `<session>/sub/<run id>` (checkpointed, so Studio or `ania sessions show` can open
-  it afterwards), started in a fresh contextvars context so LangGraph does not take it for a subgraph
-  of the parent's step (an approval inside it pauses this run, not the parent's graph);
+- on its own thread `<session>/sub/<run id>` of the graph's checkpointer (the runtime keeps a copy for
+  Studio and `ania sessions show`: ania/subagents.py), started in a fresh contextvars context so
+  LangGraph does not take it for a subgraph of the parent's step (an approval inside it pauses this
+  run, not the parent's graph);
 - with a run context of its own: the parent's session (history reads, sends and plan mode act there),
   no requester (only admins can approve its calls, G4), its agent kind in every hook event, the
   parent's tools less NOT_FOR_SUBAGENTS in a throwaway executor, and its own deadline;
@@ -53,6 +54,7 @@ NOTHING_YET = "It had not finished and had nothing to show yet."
 FAILED = "It failed ({detail}); the error is in the log."
 #: One tool result shown in an unfinished run's progress is cut to this many runes.
 PROGRESS_RESULT = 500
+DURABILITY: Any = "exit"
 STATUS: dict[str, SubagentStatus] = {"ok": "ok", "max_rounds": "max_rounds"}
 
 
@@ -62,6 +64,14 @@ async def subagent_model(state: SubagentState, ctx: RunContext) -> dict[str, Any
     if state.get("rounds", 0) >= limit:
         return {"messages": [AIMessage(MAX_ROUNDS.format(n=limit))], "status": "max_rounds"}
     return await call_model(state, ctx)
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def thread_of(session_key: str, run_id: str) -> str:
+    return f"{session_key}/sub/{run_id}"
 
 
 def task_message(request: SubagentRequest, run_id: str) -> HumanMessage:
@@ -88,7 +98,7 @@ async def drive(graph: CompiledStateGraph[Any, Any, Any, Any], inp: Any, thread:
                 label: str) -> dict[str, Any]:
     """Run a graph on its thread until it ends, asking approvals for its interrupts on the way."""
     config = thread_config(thread)
-    out = await graph.ainvoke(inp, config, context=ctx, durability="sync")
+    out = await graph.ainvoke(inp, config, context=ctx, durability=DURABILITY)
     while interrupts := out.get("__interrupt__"):
         answers = {}
         for intr in interrupts:
@@ -96,14 +106,14 @@ async def drive(graph: CompiledStateGraph[Any, Any, Any, Any], inp: Any, thread:
             if "prompt" in value:
                 value = {**value, "prompt": f"[{label}] {value['prompt']}"}
             answers[intr.id] = await ctx.services.approvals.ask(value)
-        out = await graph.ainvoke(Command(resume=answers), config, context=ctx, durability="sync")
+        out = await graph.ainvoke(Command(resume=answers), config, context=ctx, durability=DURABILITY)
     return out
 
 
 async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: RunContext, request: SubagentRequest,
                        bridge: CallbackBridge) -> SubagentResult:
-    run_id = request.run_id or uuid.uuid4().hex[:12]
-    thread = f"{parent.session_key}/sub/{run_id}"
+    run_id = request.run_id or new_run_id()
+    thread = thread_of(parent.session_key, run_id)
     started = time.monotonic()
     ctx = RunContext(session_key=parent.session_key, requester="", bridge=bridge,
                      executor=subagent_executor(parent, request), services=parent.services,
@@ -121,7 +131,7 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
     except Exception:  # a bug in a step: the parent reads it as a result, its siblings go on
         log.exception("%s on %s failed", request.label, thread)
         status, crashed = "failed", True
-    values = out or await _stored(graph, thread)
+    values = out or await stored_values(graph, thread)
     if crashed:
         text = FAILED.format(detail="an error in a step")
     elif status in ("ok", "failed"):
@@ -139,7 +149,7 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
                           thread_id=thread, usage=usage)
 
 
-async def _stored(graph: CompiledStateGraph[Any, Any, Any, Any], thread: str) -> dict[str, Any]:
+async def stored_values(graph: CompiledStateGraph[Any, Any, Any, Any], thread: str) -> dict[str, Any]:
     """What the run's checkpoints hold, with the results of tool calls that finished in an unfinished step."""
     try:
         snapshot = await graph.aget_state(thread_config(thread))

@@ -135,6 +135,10 @@ class SubagentRunner(Protocol):
 
     async def run_team(self, parent: Any, request: TeamRunRequest) -> str: ...
 
+    async def flush(self) -> None:
+        """Wait until every finished run is stored where Studio and `ania sessions show` read it."""
+        ...
+
 
 class Subagents:
     """The seam tools and nodes call; `bind` attaches the runner once the graphs are built."""
@@ -156,3 +160,7 @@ class Subagents:
 
     async def run_team(self, parent: Any, request: TeamRunRequest) -> str:
         return await self.runner.run_team(parent, request)
+
+    async def flush(self) -> None:
+        if self._runner is not None:
+            await self._runner.flush()

@@ -64,6 +64,7 @@ async def test_subagent_answers_once_with_metadata_on_its_own_thread(scripted_ll
     first, answer = result.split("\n", 1)
     assert META.fullmatch(first) and answer == "it is noon"
     assert int(META.fullmatch(first).group(1)) == 2
+    await chat.engine.services.subagents.flush()  # a finished run is kept off the caller's path
     saver = chat.engine.graph.checkpointer
     [thread] = [s.key for s in await list_sessions(saver) if s.key.startswith("f:u1/sub/")]
     stored = await session_messages(chat.engine.graph, thread)
