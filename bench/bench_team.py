@@ -2,7 +2,7 @@
 
 1. Fan-out: `team_run`'s path (`services.subagents.run_team`, the team graph, one subagent per member) for
    a team of N members (default 10) against a team of one, each member making one `time` call and then
-   answering, against a scripted model with `--model-delay` seconds (default 0.2) per request. The ratio
+   answering, against a scripted model with `--member-delay` seconds (default 0.2) per request. The ratio
    of the two wall times is the fan-out's cost: 1.0 would be perfectly parallel members (target ≤ 1.5).
 2. Per-subagent overhead: one subagent run (`services.subagents.run`: its own checkpointed thread, the gate
    graph per call, the budget) against a plain `create_agent` invocation of the same work (same model
@@ -79,9 +79,6 @@ class PeerAgent:
     def __init__(self, llm: ScriptedOpenAI, client: str) -> None:
         from langchain.agents import create_agent
 
-        from bench.common import Peer
-
-        Peer.client = client
         settings = settings_for(llm)
         self.agent = create_agent(_peer_model(settings, client), [peer_time_tool()],
                                   system_prompt=settings.bot.system_prompt)
@@ -136,9 +133,9 @@ async def run(args: argparse.Namespace) -> str:
     out = []
     with tempfile.TemporaryDirectory(prefix="ania-bench-team-") as tmp, ScriptedOpenAI() as ours_llm, \
             ScriptedOpenAI() as peer_llm:
-        rows = await fan_out(ours_llm, Path(tmp) / "fan", args.members, args.rounds, args.model_delay)
+        rows = await fan_out(ours_llm, Path(tmp) / "fan", args.members, args.rounds, args.member_delay)
         out += [f"Team fan-out: wall time of team_run's path, each member 1 tool call + answer, model "
-                f"{args.model_delay * 1000:.0f} ms per request; medians of {args.rounds}",
+                f"{args.member_delay * 1000:.0f} ms per request; medians of {args.rounds}",
                 table(["team", "wall ms", "ratio to 1 member"], rows), ""]
         rows = await overhead((ours_llm, peer_llm), Path(tmp) / "over", args.runs, args.overhead_delay,
                               args.peer_client)
@@ -153,7 +150,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--members", type=int, default=MEMBERS, help="members of the big team (default 10)")
     p.add_argument("--rounds", type=int, default=ROUNDS, help="timed team runs of each size (default 5)")
     p.add_argument("--runs", type=int, default=RUNS, help="timed subagent runs per side (default 30)")
-    p.add_argument("--model-delay", type=float, default=0.2, help="model latency in the fan-out part, seconds")
+    p.add_argument("--member-delay", type=float, default=0.2, help="model latency in the fan-out part, seconds")
     p.add_argument("--overhead-delay", type=float, default=0.0, help="model latency in the overhead part")
     p.add_argument("--peer-client", choices=["stock", "lean"], default="stock",
                    help="the peer's model client: LangChain's ChatOpenAI (default) or Ania's lean one")

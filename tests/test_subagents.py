@@ -114,12 +114,16 @@ async def test_timeout_is_a_result_and_siblings_of_the_round_finish(scripted_llm
                            ("subagent_run", {"task": "TASK-FAST"}), ("time", {"timezone": "UTC"})]), Reply("fine"))
         .on("TASK-SLOW", Calls([("time", {})], text="step one done"), Stall(30))
         .on("TASK-FAST", Reply("fast answer")))
-    assert await chat.say("f:u1", "u1", "race") == ["fine"]
+    result = await (await chat.entry.submit("f:u1", "u1", "race"))
+    assert result.reply == "fine"
     slow, fast, now = tool_results(scripted_llm.requests[-1])
     assert re.match(r"\[subagent timed out after 2 s, [0-9.]+ s, 1 model call, \d+ tokens\]\n", slow)
     assert "It had not finished. What it had so far:\n- it wrote: step one done\n- time returned: " in slow
     assert fast.endswith("\nfast answer") and fast.startswith("[subagent ok")
     assert "UTC" in now
+    answered = [r.usage for r in scripted_llm.requests if r.usage]  # the stalled request was never answered
+    assert result.usage["requests"] == len(answered) == len(scripted_llm.requests) - 1  # what the timed-out run spent
+    assert result.usage["total_tokens"] == sum(u["total_tokens"] for u in answered)
 
 
 async def test_timeout_sec_is_clamped_before_it_becomes_a_duration(scripted_llm, make_chat):

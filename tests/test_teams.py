@@ -128,7 +128,9 @@ async def test_global_teams_are_admin_only_and_seen_everywhere(scripted_llm, mak
                                                "scope": "global"})]), Reply("shared"))
         .on("mine", Calls([("team_save", {"name": "local", "purpose": "Mine.", "members": TRIO[1:2]})]), Reply("ok"))
         .on("what teams", Calls([("team_list", {})]), Reply("ok"))
-        .on("drop it", Calls([("team_delete", {"name": "评审", "scope": "global"})]), Reply("dropped")))
+        .on("drop it", Calls([("team_delete", {"name": "评审", "scope": "global"})]), Reply("dropped"))
+        .on("drop theirs", Calls([("team_delete", {"name": "local"}), ("team_run", {"name": "local", "task": "x"})]),
+            Reply("no")))
     await chat.say("g:a", "admin", "share it")
     await chat.say("g:a", "u1", "mine")
     await chat.say("g:b", "u2", "what teams")
@@ -136,6 +138,9 @@ async def test_global_teams_are_admin_only_and_seen_everywhere(scripted_llm, mak
     await chat.say("g:a", "u1", "what teams")
     assert tool_results(scripted_llm.requests[-1]) == [
         "Teams (2):\n- local (this chat): Mine. Members: bob.\n- 评审 (global): Shared. Members: alice."]
+    await chat.say("g:b", "u2", "drop theirs")  # another chat's team can be neither deleted nor run from here
+    assert tool_results(scripted_llm.requests[-1]) == [
+        'Error: no team named "local" in this chat', 'Error: no team named "local" here. Teams here: 评审.']
     await chat.say("g:b", "u2", "drop it")
     assert tool_results(scripted_llm.requests[-1]) == ["Error: only an admin can delete a global team"]
     await chat.say("g:b", "admin", "drop it")
