@@ -100,7 +100,7 @@ class SubagentResult:
 
     def meta(self) -> str:
         """The run-metadata line: status, duration, model calls, tokens."""
-        word = STATUS_WORDS[self.status].format(budget=self.budget_sec)
+        word = STATUS_WORDS[self.status].format(budget=round(self.budget_sec, 1))
         calls = int(self.usage.get("requests", 0))
         seconds = f"{self.duration_sec:.1f}" if self.duration_sec >= 1 else f"{self.duration_sec:.2f}"
         return (f"{word}, {seconds} s, {calls} model call{'' if calls == 1 else 's'}, "

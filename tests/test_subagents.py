@@ -142,6 +142,21 @@ async def test_timeout_sec_is_clamped_before_it_becomes_a_duration(scripted_llm,
         assert "\n[subagent ok" in result or "\n[subagent timed out after 1 s" in result
 
 
+async def test_the_parents_deadline_shrinks_the_budget_and_the_parent_still_answers(scripted_llm, make_chat):
+    """A subagent that would outlive the message is cut first, leaving the reserve for the parent's reply."""
+    settings = make_settings(scripted_llm, bot={"msg_event_timeout_sec": 6},
+                             subagent={"parent_reserve_sec": 3, "min_budget_sec": 1})
+    chat = await make_chat(settings)
+    scripted_llm.respond_with(Router()
+        .on("deadline", Calls([("subagent_run", {"task": "TASK-D", "timeout_sec": 600})]), Reply("answered in time"))
+        .on("TASK-D", Stall(30)))
+    result = await (await chat.entry.submit("f:u1", "u1", "deadline"))
+    assert (result.status, result.reply) == ("ok", "answered in time")
+    [timed_out] = tool_results(scripted_llm.requests[-1])
+    budget = float(re.search(r"timed out after ([0-9.]+) s", timed_out).group(1))
+    assert 1 <= budget <= 3  # 600 asked, about 6 - 3 left
+
+
 async def test_too_little_time_left_refuses(scripted_llm, make_chat):
     chat = await make_chat(make_settings(scripted_llm, bot={"msg_event_timeout_sec": 33}))
     scripted_llm.respond_with(Router()
