@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command
+from langgraph.types import Command, Durability
 
 from checkpoints.factory import thread_config
 from nodes.hook_events import hook_event
@@ -54,7 +54,10 @@ NOTHING_YET = "It had not finished and had nothing to show yet."
 FAILED = "It failed ({detail}); the error is in the log."
 #: One tool result shown in an unfinished run's progress is cut to this many runes.
 PROGRESS_RESULT = 500
-DURABILITY: Any = "exit"
+#: Steps are stored when the run exits (answer, interrupt, error, timeout, cancellation), not after each one:
+#: nothing resumes a one-shot run midway, and an approval pause or a timed-out run's progress is read from
+#: what it stores on exit.
+DURABILITY: Durability = "exit"
 STATUS: dict[str, SubagentStatus] = {"ok": "ok", "max_rounds": "max_rounds"}
 
 

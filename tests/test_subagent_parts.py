@@ -115,3 +115,24 @@ def test_usage_meter_adds_up_across_threads():
     assert meter.total() == {"total_tokens": 24000, "requests": 8000}
     meter.add(None)
     assert UsageMeter().total() == {}
+
+
+async def test_recursion_tools_refuse_inside_a_subagent_even_if_offered(make_services):
+    """Defence in depth: were a subagent's executor ever given them, the tools still refuse."""
+    from services.subagents import SubagentRequest
+    from tests.conftest import run_context
+    from tools.base import NoParams
+    from tools.subagent import SubagentRunParams, SubagentRunTool
+    from tools.team import TeamListTool, TeamRunParams, TeamRunTool
+
+    services = await make_services()
+    for kind in ("subagent", "team_member"):
+        ctx = run_context(services, agent_kind=kind)
+        with pytest.raises(ToolError, match="cannot start subagents"):
+            await SubagentRunTool().execute(SubagentRunParams(task="x"), ctx)
+        with pytest.raises(ToolError, match="no team tools"):
+            await TeamRunTool().execute(TeamRunParams(name="t", task="x"), ctx)
+        with pytest.raises(ToolError, match="no team tools"):
+            await TeamListTool().execute(NoParams(), ctx)
+    with pytest.raises(ToolError, match="no runner is bound"):  # services without an engine: a clear error
+        await services.subagents.run(run_context(services), SubagentRequest(task="x", budget_sec=1))

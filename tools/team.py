@@ -18,7 +18,7 @@ from services.errors import ToolError
 from services.subagents import TeamRunRequest, budget, clamp_note
 from services.teams import GLOBAL, MAX_MEMBERS, MAX_NAME, Member, Team, check_members, check_name, validated
 from tools.base import NoParams, Tool
-from tools.subagent import NESTED, checked_task
+from tools.subagent import checked_task
 
 if TYPE_CHECKING:
     from services.context import RunContext
@@ -43,6 +43,7 @@ ADMIN_ONLY = "only an admin can {verb} a global team"
 UNKNOWN_TEAM = 'no team named "{name}" here. {listing}'
 NO_SUCH_TEAM = 'no team named "{name}" in {scope}'
 NO_TEAMS = "No teams yet; save one with team_save."
+NESTED = "subagents and team members have no team tools"
 
 
 def _name_field(what: str) -> str:
@@ -79,7 +80,7 @@ class TeamRunParams(BaseModel):
 
 def _refuse_nested(ctx: RunContext) -> None:
     if ctx.agent_kind in ("subagent", "team_member"):
-        raise ToolError(NESTED.replace("subagents", "teams"))
+        raise ToolError(NESTED)
 
 
 def _scope_key(scope: ScopeArg, ctx: RunContext, verb: str) -> str:
