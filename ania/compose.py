@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
+from ania.subagents import SubagentRunner
 from services.admins import Admins
 from services.approvals import Approvals
 from services.config import Paths, Settings
@@ -21,18 +22,23 @@ from services.outboxes import Outboxes
 from services.plan_mode import PlanMode
 from services.sessions import SessionRegistry
 from services.store import AppStore
+from services.subagents import Subagents
+from services.teams import TeamStore
 from services.todos import TodoStore
 from tools.base import Tool
 from tools.bash import bash_tools
 from tools.mcp import RemoteTool, engine_tools
 from tools.registry import SharedExecutor
+from tools.subagent import SubagentRunTool
+from tools.team import team_tools
 from tools.time_tool import TimeTool
 from tools.todo import TodoWriteTool
 
 
 def builtin_tools(settings: Settings, paths: Paths) -> list[Tool]:
     """The always-on built-ins and the ones behind config (T5)."""
-    return [TimeTool(), TodoWriteTool(), *bash_tools(settings, paths.data_dir, paths.config_dir)]
+    return [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(),
+            *bash_tools(settings, paths.data_dir, paths.config_dir)]
 
 
 async def build_services(
@@ -62,5 +68,14 @@ async def build_services(
         settings=settings, paths=paths, admins=admins, store=store, shared_tools=shared, sessions=sessions,
         llm=llm, hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
         outboxes=outboxes, approvals=Approvals(settings, admins, outboxes.send, timeout_sec=approval_timeout_sec),
-        plan_mode=PlanMode(store), todos=TodoStore(store),
+        plan_mode=PlanMode(store), todos=TodoStore(store), teams=TeamStore(store), subagents=Subagents(),
     )
+
+
+def bind_subagents(services: Services, checkpointer: Any, stack: AsyncExitStack) -> None:
+    """Attach the subagent and team graphs to `services.subagents` (A1-A4); finished runs are kept on
+    `checkpointer`, and closing `stack` waits until they are."""
+    settings = services.settings
+    runner = SubagentRunner(checkpointer, lambda: settings.agent.context_tokens)
+    services.subagents.bind(runner)
+    stack.push_async_callback(runner.aclose)

@@ -7,7 +7,9 @@ Approvals pause as interrupts; resume them with "allow" or "deny" from Studio or
 
 `langgraph dev` moves to another port when the one asked for is taken, and says so only in a log line
 among many; loading this module prints the URL the server really serves on (`LANGGRAPH_API_URL`, which
-`langgraph dev` sets before it loads the graphs) as one plain line on stderr.
+`langgraph dev` sets before it loads the graphs) as one plain line on stderr. The subagent and team
+graphs are here too; a subagent started by a tool inside a Studio run is stored on the
+engine's checkpointer (data/checkpoints.db), not Studio's.
 """
 
 from __future__ import annotations
@@ -16,20 +18,25 @@ import asyncio
 import logging
 import os
 import sys
+from dataclasses import replace
 
 from langchain_core.runnables import RunnableConfig
 
 from ania.engine import Engine
-from ania.platforms.bridge import ChatBridge
+from ania.platforms.bridge import ChatBridge, SubagentBridge
 from graphs.agent import build_agent_graph
 from graphs.gate import build_gate_graph
+from graphs.subagent import build_subagent_graph
+from graphs.team import build_team_graph
+from nodes.subagent import subagent_executor
 from services.context import RunContext
+from services.subagents import SubagentRequest
 
 log = logging.getLogger("ania.studio")
 STUDIO_USER = "studio"
 STUDIO_UI = "https://smith.langchain.com/studio/?baseUrl={url}"
 ANNOUNCED = "ANIA_STUDIO_URL"
-SERVED_AT = "Ania: graphs agent and gate served at {url} (Studio: {ui})\n"
+SERVED_AT = "Ania: graphs agent, gate, subagent and team served at {url} (Studio: {ui})\n"
 
 
 class _Lazy:
@@ -63,9 +70,22 @@ async def _studio_context(config: RunnableConfig) -> RunContext:
     return engine.context(thread, STUDIO_USER, bridge)
 
 
+async def _studio_subagent_context(config: RunnableConfig) -> RunContext:
+    """A subagent as subagent_run makes one: no requester, no recursion tools, a bridge that drops text."""
+    ctx = await _studio_context(config)
+    executor = subagent_executor(ctx, SubagentRequest(task="", budget_sec=0))
+    return replace(ctx, requester="", agent_kind="subagent", executor=executor,
+                   bridge=SubagentBridge(ctx.bridge, "subagent"))
+
+
 agent = build_agent_graph(_lazy.context_tokens, context_factory=_studio_context, name="agent")
 #: One tool call through the gates on its own; input: {"call": {"id": "c1", "name": "time", "args": {}}}.
 gate = build_gate_graph(_studio_context)
+#: A one-shot subagent; input: {"messages": [{"role": "user", "content": "<the task>"}], "max_rounds": 5}.
+subagent = build_subagent_graph(_lazy.context_tokens, context_factory=_studio_subagent_context, name="subagent")
+#: A team run; input: {"team": {"name": ..., "purpose": ..., "members": [{"name", "role"}]}, "task": ...}.
+#: Its members run on the engine's own checkpointer (`ania sessions show <thread>/sub/<run id>-<n>`).
+team = build_team_graph(context_factory=_studio_context, name="team")
 
 
 def _announce() -> None:

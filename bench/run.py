@@ -1,7 +1,8 @@
 """Run every benchmark: `python -m bench.run [--quick]` (what `make bench` runs).
 
 Flags are passed to each benchmark (each ignores the ones it does not know): `--quick`, and e.g.
-`--turns 10 --sizes 2,20` for bench_loop, `--calls 500` for bench_gate.
+`--turns 10 --sizes 2,20` for bench_loop, `--calls 500` for bench_gate, `--members 10 --runs 30` for
+bench_team.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 BENCHES = ("bench.bench_loop", "bench.bench_storage", "bench.bench_gate", "bench.bench_throughput",
-           "bench.bench_startup")
+           "bench.bench_startup", "bench.bench_team")
 OPTIONAL = ("bench.bench_mcp",)
 
 

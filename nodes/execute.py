@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from nodes.state import GateState
 from nodes.tool_calls import result_dict, tool_message
 from services.context import RunContext
 from services.errors import ToolError
+from services.usage import UsageMeter
 from tools.registry import ToolCall
 
 
@@ -17,12 +19,19 @@ async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:
         tool, args = ctx.executor.resolve(call)
     except ToolError as e:  # the table changed since check_call (e.g. a server was removed)
         return {"result": {"text": str(e), "status": "error"}}
-    # Recorded before it runs: if the turn dies now, recovery says "may have run", never "not run".
-    ctx.services.store.call_started(ctx.session_key, call.id, call.name)
-    result = result_dict(await ctx.executor.execute(tool, args, ctx))
-    if "post_tool_hooks" in state.get("route", []):
-        return {"result": result}
-    return {"result": result, "messages": [tool_message({**state, "result": result})]}
+    # Recorded before it runs: if the turn dies now, recovery says "may have run", never "not run". A subagent's
+    # calls are not: nothing settles or resumes its thread (its caller's call is the one recorded).
+    if ctx.agent_kind not in ("subagent", "team_member"):
+        ctx.services.store.call_started(ctx.session_key, call.id, call.name)
+    # The call gets its own usage meter: tokens a subagent or team spends are folded in once, by this step.
+    meter = UsageMeter()
+    result = result_dict(await ctx.executor.execute(tool, args, replace(ctx, usage=meter)))
+    update: dict[str, Any] = {"result": result}
+    if spent := meter.total():
+        update.update(turn_usage=spent, total_usage=spent)
+    if "post_tool_hooks" not in state.get("route", []):
+        update["messages"] = [tool_message({**state, "result": result})]
+    return update
 
 
 async def emit(state: GateState, ctx: RunContext) -> dict[str, Any]:

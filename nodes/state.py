@@ -11,6 +11,7 @@ would. Its reducer is `fold_messages` (checkpoints/fold.py): `add_messages` once
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -76,6 +77,9 @@ class GateState(TypedDict, total=False):
     hook_ask: str
     result: dict[str, Any]
     messages: Annotated[list[AnyMessage], add_messages]
+    #: Tokens the call spent outside the loop (a subagent, a team); folded into the turn's usage.
+    turn_usage: Annotated[dict[str, int], add_usage]
+    total_usage: Annotated[dict[str, int], add_usage]
 
 
 class GateInput(TypedDict):
@@ -86,3 +90,36 @@ class GateInput(TypedDict):
 
 class GateOutput(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
+    turn_usage: Annotated[dict[str, int], add_usage]
+    total_usage: Annotated[dict[str, int], add_usage]
+
+
+class SubagentState(AgentState, total=False):
+    """A subagent's or team member's one-shot run (graphs/subagent.py): the loop's state and its round limit."""
+
+    max_rounds: int
+
+
+class TeamState(TypedDict, total=False):
+    """One team run (graphs/team.py). `team` is the saved definition (services/teams.py `Team.to_dict`)."""
+
+    team: dict[str, Any]
+    task: str
+    #: Each member's time budget in seconds (decided by team_run; default subagent.default_timeout_sec).
+    budget_sec: float
+    run_id: str
+    #: One entry per finished member (services/subagents.py `SubagentResult.to_dict` plus index and name).
+    results: Annotated[list[dict[str, Any]], operator.add]
+    #: The gathered answer team_run returns.
+    summary: str
+
+
+class MemberInput(TypedDict):
+    """What a `Send` hands the member node: one member and the run it belongs to."""
+
+    index: int
+    member: dict[str, Any]
+    team: dict[str, Any]
+    task: str
+    budget_sec: float
+    run_id: str

@@ -25,7 +25,7 @@ from langgraph.runtime import Runtime
 from nodes.context import ContextFactory, resolve
 from nodes.execute import emit, execute_call
 from nodes.gates import admin_approval, human_approval, plan_mode, post_tool_hooks, pre_tool_hooks, route_after
-from nodes.state import GateInput, GateState
+from nodes.state import GateInput, GateState, add_usage
 from services.context import RunContext
 
 Gate = Callable[[GateState, RunContext], Awaitable[dict[str, Any]]]
@@ -42,6 +42,9 @@ GATE_STEPS: list[tuple[str, Gate]] = [
 #: runs in the gate graph, which can store the pause and resume there.
 PAUSING = frozenset({"pre_tool_hooks", "admin_approval", "human_approval"})
 _STEP = {**dict(GATE_STEPS), "post_tool_hooks": post_tool_hooks, "emit": emit}
+#: The gate state's channels with reducers (the rest are plain values a later step overwrites).
+USAGE_CHANNELS = ("turn_usage", "total_usage")
+_REDUCED = frozenset({"messages", *USAGE_CHANNELS})
 _NEXT: dict[str, Callable[[GateState], str]] = {name: route_after(name) for name, _ in GATE_STEPS}
 
 
@@ -56,13 +59,16 @@ async def walk_gates(state: GateState, first: dict[str, Any], ctx: RunContext) -
     node, update = "plan_mode", first
     while True:
         written = update.get("messages")
-        current.update({k: v for k, v in update.items() if k != "messages"})
+        current.update({k: v for k, v in update.items() if k not in _REDUCED})
         if written:
             current["messages"] = add_messages(current.get("messages", []), written)
+        for key in USAGE_CHANNELS:  # what a subagent or team spent inside the call
+            if key in update:
+                current[key] = add_usage(current.get(key), update[key])
         step = _NEXT.get(node)
         node = step(cast(GateState, current)) if step is not None else END
         if node == END:
-            return {"messages": current.get("messages", [])}
+            return {k: current[k] for k in ("messages", *USAGE_CHANNELS) if k in current}
         update = await _STEP[node](cast(GateState, current), ctx)
 
 

@@ -121,6 +121,24 @@ class MCPSettings(BaseModel):
     connect_timeout_sec: float = Field(15.0, gt=0, description="Deadline of connecting to a server")
 
 
+class SubagentSettings(BaseModel):
+    """Subagents and teams (A1-A4)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    default_timeout_sec: int = Field(120, ge=1, description="Budget of a subagent or team member when none is asked")
+    max_timeout_sec: int = Field(600, ge=1, le=3600, description="Upper clamp of a requested timeout_sec")
+    parent_reserve_sec: int = Field(
+        30, ge=0, description="Seconds of the message's budget kept for the main reply after a subagent"
+    )
+    min_budget_sec: int = Field(5, ge=1, description="A subagent with less time than this left is not started")
+    max_rounds: int = Field(10, ge=1, le=200, description="Tool rounds of a subagent or team member")
+    max_result_len: int = Field(4000, ge=100, description="Runes of a subagent's answer returned to the main AI")
+    team_max_result_len: int = Field(
+        12000, ge=100, description="Runes of a team run's answers together (shared by its members)"
+    )
+
+
 class ToggleSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -142,6 +160,7 @@ class Settings(BaseSettings):
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     mcp: MCPSettings = Field(default_factory=MCPSettings)
     mcp_tool: ToggleSettings = Field(default_factory=ToggleSettings)
+    subagent: SubagentSettings = Field(default_factory=SubagentSettings)
 
     #: The file `load_settings` read (or would have read: it may not exist); errors name it.
     config_file: ClassVar[Path | None] = None

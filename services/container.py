@@ -15,6 +15,8 @@ from services.outboxes import Outboxes
 from services.plan_mode import PlanMode
 from services.sessions import SessionRegistry
 from services.store import AppStore
+from services.subagents import Subagents
+from services.teams import TeamStore
 from services.todos import TodoStore
 from tools.registry import SharedExecutor
 
@@ -34,3 +36,6 @@ class Services:
     approvals: Approvals
     plan_mode: PlanMode
     todos: TodoStore
+    #: Saved teams, and the seam to the subagent and team runner (bound once the graphs are built).
+    teams: TeamStore
+    subagents: Subagents

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from services.container import Services
+from services.usage import UsageMeter
 from tools.registry import SessionExecutor
 
 #: Who runs: the session's own agent, a subagent, a clock task's one-shot agent, or a team member.
@@ -46,6 +47,8 @@ class RunContext:
     agent_kind: AgentKind = "main"
     #: `time.monotonic()` when the run's time budget ends; None = no budget.
     deadline: float | None = None
+    #: Tokens a tool call spent outside the loop (subagents, team members); set per call by the execute step.
+    usage: UsageMeter | None = None
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()

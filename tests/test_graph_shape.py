@@ -9,6 +9,8 @@ import pytest
 
 from graphs.agent import build_agent_graph
 from graphs.gate import build_gate_graph
+from graphs.subagent import build_subagent_graph
+from graphs.team import build_team_graph
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -16,6 +18,8 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 @pytest.mark.parametrize("name, graph", [
     ("agent", lambda: build_agent_graph(lambda: 1000)),
     ("gate", build_gate_graph),
+    ("subagent", lambda: build_subagent_graph(lambda: 1000)),
+    ("team", build_team_graph),
 ])
 def test_graph_diagram_is_unchanged(name, graph):
     drawn = graph().get_graph().draw_mermaid()
@@ -29,6 +33,7 @@ def test_graph_diagram_is_unchanged(name, graph):
 @pytest.mark.parametrize("graph, fields", [
     (lambda: build_agent_graph(lambda: 1000), {"messages", "status", "turn_usage"}),
     (build_gate_graph, {"call", "route", "blocked", "messages"}),
+    (lambda: build_subagent_graph(lambda: 1000), {"messages", "max_rounds"}),
 ])
 def test_graph_schemas_build_on_the_oldest_supported_python(graph, fields):
     """Studio's input form and chat view read these; with `typing.TypedDict` pydantic refuses them before 3.12."""

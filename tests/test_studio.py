@@ -61,7 +61,7 @@ class Studio:
         self.log = log
 
     def served_url(self) -> str | None:
-        m = re.search(r"^Ania: graphs agent and gate served at (http://\S+) \(Studio: ", self.log.read_text(errors="replace"),
+        m = re.search(r"^Ania: graphs agent, gate, subagent and team served at (http://\S+) \(Studio: ", self.log.read_text(errors="replace"),
                       re.M)
         return m.group(1) if m else None
 
@@ -73,8 +73,8 @@ class Studio:
         r.raise_for_status()
         return r.json()["thread_id"]
 
-    def wait(self, thread: str, **body: Any) -> dict[str, Any]:
-        r = self.http.post(f"/threads/{thread}/runs/wait", json={"assistant_id": "agent", **body})
+    def wait(self, thread: str, assistant: str = "agent", **body: Any) -> dict[str, Any]:
+        r = self.http.post(f"/threads/{thread}/runs/wait", json={"assistant_id": assistant, **body})
         assert r.status_code == 200, r.text
         out = r.json()
         assert "__error__" not in out, f"{out['__error__']}\n{self.log_tail()}"
@@ -152,6 +152,27 @@ def test_studio_graph_is_served(studio: Studio) -> None:
     r = studio.http.post("/assistants/search", json={"graph_id": "agent"})
     r.raise_for_status()
     assert [a["graph_id"] for a in r.json()] == ["agent"]
+    r = studio.http.post("/assistants/search", json={"limit": 20})
+    r.raise_for_status()
+    assert sorted(a["graph_id"] for a in r.json()) == ["agent", "gate", "subagent", "team"]
+
+
+def test_subagent_graph_runs_a_task(studio: Studio, llm: ScriptedOpenAI) -> None:
+    llm.script([Calls([("time", {})], text="looking"), Reply("the subagent's answer")])
+    out = studio.wait(studio.thread(), "subagent", input={"messages": [{"role": "user", "content": "what time?"}],
+                                                          "max_rounds": 3})
+    assert _last(out)["content"] == "the subagent's answer"
+    offered = set(llm.requests[0].tool_names)
+    assert "time" in offered and not offered & {"subagent_run", "team_run", "team_save", "todo_write"}
+
+
+def test_team_graph_gathers_its_members(studio: Studio, llm: ScriptedOpenAI) -> None:
+    team = {"name": "duo", "purpose": "Two views.", "members": [{"name": "a", "role": "ROLE-A"},
+                                                                {"name": "b", "role": "ROLE-B"}]}
+    out = studio.wait(studio.thread(), "team", input={"team": team, "task": "say hi", "budget_sec": 30})
+    summary = out["summary"]  # the members echo their task (the script is empty), role included
+    assert re.match(r'Team "duo": 2 members in [0-9.]+ s \(2 ok\)\.\n\n\[a ok, ', summary)
+    assert summary.index("ROLE-A") < summary.index("\n\n[b ok, ") < summary.index("ROLE-B")
 
 
 def test_the_real_url_is_printed_once_when_the_port_is_taken(studio: Studio) -> None:
@@ -160,7 +181,7 @@ def test_the_real_url_is_printed_once_when_the_port_is_taken(studio: Studio) -> 
     served = studio.served_url()
     assert served is not None and not served.endswith(f":{asked}"), "the taken port cannot be the one served"
     assert f"Port {asked} is already in use" in log  # langgraph dev's own warning, lost among the log lines
-    assert len(re.findall(r"^Ania: graphs agent and gate served at ", log, re.M)) == 1
+    assert len(re.findall(r"^Ania: graphs agent, gate, subagent and team served at ", log, re.M)) == 1
     assert f"(Studio: https://smith.langchain.com/studio/?baseUrl={served})" in log
 
 

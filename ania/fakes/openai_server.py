@@ -1,7 +1,9 @@
 """A scripted OpenAI-compatible chat-completions server on 127.0.0.1 (a fake that speaks the real protocol).
 
 Tests, the benchmark and a newcomer's first `ania chat` drive the real `ChatOpenAI` against it. Each
-request takes the next scripted step; with the script empty it echoes the last user message. Every
+request takes the next scripted step; with the script empty it asks the responder (`respond_with`: it
+answers by request content, as concurrent subagents ask in no fixed order), else echoes the last user
+message. Every
 request body is kept (raw bytes and parsed JSON) so tests can assert exactly what the engine sent.
 
 `load_script` reads a script from a JSON file (`ania fake-llm --script FILE`, `ania demo --script FILE`):
@@ -74,6 +76,8 @@ class Recorded:
     raw: bytes
     body: dict[str, Any]
     at: float = field(default_factory=time.monotonic)
+    #: The usage this request was answered with (empty until it is answered).
+    usage: dict[str, int] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -96,6 +100,7 @@ class ScriptedOpenAI:
         self.requests: list[Recorded] = []
         self.model_seconds = 0.0  # time spent in scripted delays (the "model's time")
         self._script: list[Step] = []
+        self._responder: Callable[[dict], Step] | None = None
         self._lock = threading.Lock()
         self._seq = 0
         self._server: uvicorn.Server | None = None
@@ -108,12 +113,18 @@ class ScriptedOpenAI:
             self._script.extend(steps)
         return self
 
+    def respond_with(self, responder: Callable[[dict], Step] | None) -> ScriptedOpenAI:
+        """Answer requests by content once the script is empty (None: echo again)."""
+        self._responder = responder
+        return self
+
     def pending(self) -> int:
         return len(self._script)
 
     def reset(self) -> None:
         with self._lock:
             self._script.clear()
+            self._responder = None
             self.requests.clear()
             self.model_seconds = 0.0
 
@@ -180,7 +191,7 @@ class ScriptedOpenAI:
         with self._lock:
             step = self._script.pop(0) if self._script else None
         if step is None:
-            return Reply(_echo(body))
+            step = self._responder(body) if self._responder is not None else Reply(_echo(body))
         while callable(step) and not isinstance(step, (Reply, Calls, Fail, Stall)):
             step = step(body)
         return step
@@ -188,8 +199,9 @@ class ScriptedOpenAI:
     async def _handle(self, request: Request) -> Response:
         raw = await request.body()
         body = json.loads(raw)
+        recorded = Recorded(raw, body)
         with self._lock:
-            self.requests.append(Recorded(raw, body))
+            self.requests.append(recorded)
         step = self._next(body)
         while isinstance(step, Stall):
             if await self._sleep(step.seconds):
@@ -203,7 +215,7 @@ class ScriptedOpenAI:
             if await self._sleep(step.delay):
                 return JSONResponse({"error": {"message": "stopping", "type": "server_error"}}, status_code=503)
         message = self._message(step)
-        usage = _usage(raw, message)
+        usage = recorded.usage = _usage(raw, message)
         if body.get("stream"):
             return StreamingResponse(self._stream(message, usage, body), media_type="text/event-stream")
         self._seq += 1

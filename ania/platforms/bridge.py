@@ -1,7 +1,8 @@
 """Callback bridges (T7): how tools and the runtime reach a chat.
 
-`ChatBridge` is the main session's bridge over a platform's send function. Subagent and clock runs
-use a bridge that drops intermediate text (a later issue).
+`ChatBridge` is the main session's bridge over a platform's send function. `SubagentBridge` is a
+subagent's or team member's (A1): it drops intermediate text (logged only), and sends a tool's images
+and files, and reads history, through the parent's bridge. Clock runs will use it too.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import base64
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+
+from services.context import CallbackBridge
 
 log = logging.getLogger(__name__)
 
@@ -62,3 +65,41 @@ class ChatBridge:
 
     async def load_local_image(self, path: str) -> str:
         return "Error: local images are not enabled."
+
+
+DEFERRED_IMAGES = "Not here: images are loaded by the main assistant (a subagent has its own, empty image queue)."
+
+
+class SubagentBridge:
+    """A one-shot run's bridge: only its final answer is its output, and that goes back to its caller."""
+
+    def __init__(self, parent: CallbackBridge, label: str) -> None:
+        self._parent = parent
+        self._label = label
+        self._images: list[str] = []
+
+    async def send_text(self, text: str) -> str:
+        log.info("[%s] intermediate text (not sent): %s", self._label, text[:500])
+        return "not sent: a subagent's text goes back to the main assistant only in its final answer"
+
+    async def send_image(self, b64: str) -> str:
+        return await self._parent.send_image(b64)
+
+    async def send_file(self, name: str, b64: str) -> str:
+        return await self._parent.send_file(name, b64)
+
+    async def get_msg_history(self, count: int, before_seq: int = 0) -> str:
+        return await self._parent.get_msg_history(count, before_seq)
+
+    async def get_private_file_url(self, file_id: str) -> str:
+        return await self._parent.get_private_file_url(file_id)
+
+    async def load_images(self) -> str:
+        return DEFERRED_IMAGES
+
+    def take_loaded_images(self) -> list[str]:
+        images, self._images = self._images, []
+        return images
+
+    async def load_local_image(self, path: str) -> str:
+        return DEFERRED_IMAGES
