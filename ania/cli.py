@@ -67,7 +67,7 @@ async def _run(args: argparse.Namespace) -> int:
         if args.cmd == "chat":
             from ania.platforms.terminal import run_terminal
 
-            await run_terminal(engine, args.session, args.user)
+            await run_terminal(engine, args.session, args.user, local=bool(local_admins))
         elif args.action == "list":
             from langgraph.checkpoint.base import BaseCheckpointSaver
 

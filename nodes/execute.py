@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from nodes.state import GateState
@@ -19,6 +20,8 @@ async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:
         return {"result": {"text": str(e), "status": "error"}}
     # Recorded before it runs: if the turn dies now, recovery says "may have run", never "not run".
     ctx.services.store.call_started(ctx.session_key, call.id, call.name)
+    if state.get("approved_by"):  # the tool logs who allowed it
+        ctx = replace(ctx, approved_by=state["approved_by"])
     result = result_dict(await ctx.executor.execute(tool, args, ctx))
     if "post_tool_hooks" in state.get("route", []):
         return {"result": result}

@@ -144,7 +144,7 @@ def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext) -> dict[str, Any]
         "reason": decision.get("reason", ""),
     })
     if allowed:
-        return {}
+        return {"approved_by": str(decision.get("by", ""))} if kind == "admin" else {}
     if not decision.get("by"):
         return {"blocked": NO_ANSWER.format(name=call.name, why=decision.get("reason") or "denied")}
     why_not = f" ({decision['reason']})" if decision.get("reason") else ""

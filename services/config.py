@@ -110,6 +110,16 @@ class ToggleSettings(BaseModel):
     enable: bool = Field(False, description="Offer the self-management tools")
 
 
+class SkillsSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    enabled: list[str] = Field(default_factory=list, description="Only these skills (by name); empty = every skill")
+    max_download_mb: float = Field(10.0, gt=0, le=1024, description="Largest download skill_install accepts")
+    download_timeout_sec: float = Field(30.0, gt=0, le=600, description="Deadline of one skill download")
+    max_files: int = Field(1000, ge=1, le=100_000, description="Most entries an installed skill archive may have")
+    max_unpacked_mb: float = Field(50.0, gt=0, le=4096, description="Largest unpacked size of a skill archive")
+
+
 class Settings(BaseSettings):
     """All settings. Sections mirror `ania.toml` tables. Frozen once loaded: nothing changes them at run
     time (config_set writes the file; the new value takes effect at the next start)."""
@@ -125,6 +135,8 @@ class Settings(BaseSettings):
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     mcp: MCPSettings = Field(default_factory=MCPSettings)
     mcp_tool: ToggleSettings = Field(default_factory=ToggleSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    skill_tool: ToggleSettings = Field(default_factory=ToggleSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -46,6 +46,8 @@ class RunContext:
     agent_kind: AgentKind = "main"
     #: `time.monotonic()` when the run's time budget ends; None = no budget.
     deadline: float | None = None
+    #: The admin who allowed this call (set per call by the admin-approval gate; "" otherwise).
+    approved_by: str = ""
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()

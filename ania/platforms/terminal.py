@@ -3,6 +3,10 @@
 At a TTY lines are read freely (so `/stop` works mid-turn). With piped stdin the next line is read
 once the current turn has finished or is waiting for an approval, so a script like
 `printf 'run ls\nallow\n' | ania chat` answers the approval the way a person would.
+
+`/as <user> <text>` sends one line as another user (e.g. a second admin answering a configuration
+change's approval). Only the local operator may: with `--user`, the terminal has that user's rights
+and nothing more.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ async def _stdin_lines() -> asyncio.StreamReader:
     return reader
 
 
-async def run_terminal(engine: Engine, session_key: str, user_id: str, out: TextIO = sys.stdout) -> None:
+async def run_terminal(engine: Engine, session_key: str, user_id: str, out: TextIO = sys.stdout,
+                       local: bool = False) -> None:
+    """`local`: the person at the terminal is the bot's operator (no --user), who may speak `/as` others."""
     tty = sys.stdin.isatty()
 
     def emit(text: str) -> None:
@@ -44,7 +50,7 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
     if tty:
         role = "an admin" if engine.services.admins.is_admin(user_id) else "not an admin"
         out.write(f"Ania chat, session {session_key} (you are {user_id}, {role}). "
-                  "Type a message; /stop stops a turn, /plan on|off, Ctrl-D quits.\n")
+                  "Type a message; /help lists the commands, /stop stops a turn, Ctrl-D quits.\n")
         out.flush()
     while True:
         raw = await reader.readline()
@@ -53,11 +59,23 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
         line = raw.decode("utf-8", errors="replace").strip()
         if not line:
             continue
-        task = await entry.submit(session_key, user_id, line)
+        speaker, line = _speaker(line, user_id, local)
+        if not line:
+            emit("Usage: /as <user> <text> (only the local operator, without --user)")
+            continue
+        task = await entry.submit(session_key, speaker, line)
         if task is not None and not tty:
             await _until_idle_or_asking(task, engine, session_key)
     await entry.drain()
     detach()
+
+
+def _speaker(line: str, user_id: str, local: bool) -> tuple[str, str]:
+    """(who says it, what) for one input line; an empty text means a misused /as."""
+    if not line.startswith("/as ") and line != "/as":
+        return user_id, line
+    who, _, text = line[4:].strip().partition(" ")
+    return (who, text.strip()) if local and who and text.strip() else (user_id, "")
 
 
 async def _until_idle_or_asking(task: asyncio.Task, engine: Engine, session_key: str) -> None:
