@@ -111,7 +111,7 @@ class SkillRegistry:
                 return text
             more = f" and {len(extra) - MAX_LISTED_FILES} more" if len(extra) > MAX_LISTED_FILES else ""
             listing = ", ".join(extra[:MAX_LISTED_FILES]) + more
-            return f"{text}\n\n[files of skill {name}, read one with skill_read(name, file): {listing}]"
+            return f"{text.rstrip()}\n\n[files of skill {name}, read one with skill_read(name, file): {listing}]"
         if skill.folder is None:
             raise SkillError(f'skill "{name}" is a single SKILL.md and has no other files')
         return _read_text(_inside(skill.folder, file), file)
