@@ -54,6 +54,23 @@ def shown(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def masked_set_args(raw: dict[str, Any]) -> dict[str, Any]:
+    """config_set's arguments with the value of a sensitive key masked (approval prompt, operation log)."""
+    sensitive = {k.key for k in registry() if k.sensitive}
+    return {**raw, "value": MASK} if str(raw.get("key", "")).strip() in sensitive and "value" in raw else raw
+
+
+def masked_file_args(raw: dict[str, Any]) -> dict[str, Any]:
+    """config_file_set's arguments with mcp.json's env and header values masked."""
+    if raw.get("name") != "mcp_json" or not isinstance(raw.get("content"), str):
+        return raw
+    try:
+        data = json.loads(raw["content"])
+    except json.JSONDecodeError:
+        return raw
+    return {**raw, "content": json.dumps(_mask_mcp(data), ensure_ascii=False)}
+
+
 class ConfigEditor:
     def __init__(self, paths: Paths, settings: Settings, store: AppStore, commands: CommandStore) -> None:
         self.paths = paths

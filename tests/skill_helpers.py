@@ -12,7 +12,6 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 # --- a collection shaped like anthropics/skills: <repo>-<ref>/skills/<name>/SKILL.md + extra files ------
@@ -185,7 +184,7 @@ class FileServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            def do_GET(self) -> None:
                 server.requests.append(self.path)
                 route = server.routes.get(self.path)
                 if route is None:

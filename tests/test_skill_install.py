@@ -184,13 +184,13 @@ async def test_a_1_gb_member_is_refused_before_unpacking(scripted_llm, make_chat
 
 
 DOWNLOADS = {
-    "too big": (dict(body=bytes(3 << 20)), "the download is larger than 2 MB (skills.max_download_mb)"),
-    "too big, no length": (dict(body=bytes(3 << 20), no_length=True),
+    "too big": ({"body": bytes(3 << 20)}, "the download is larger than 2 MB (skills.max_download_mb)"),
+    "too big, no length": ({"body": bytes(3 << 20), "no_length": True},
                            "the download is larger than 2 MB (skills.max_download_mb)"),
-    "hangs": (dict(hang=True), "the download did not finish within 1 s (skills.download_timeout_sec)"),
-    "redirect to a file": (dict(status=302, location="file:///etc/passwd"),
+    "hangs": ({"hang": True}, "the download did not finish within 1 s (skills.download_timeout_sec)"),
+    "redirect to a file": ({"status": 302, "location": "file:///etc/passwd"},
                            "refused to follow a redirect to file:///etc/passwd: only http and https are allowed"),
-    "not found": (dict(status=404), "the server answered HTTP 404"),
+    "not found": ({"status": 404}, "the server answered HTTP 404"),
 }
 
 

@@ -8,10 +8,11 @@ and credentials) answers only when an admin asked. The work is in services/confi
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from services.config_edit import masked_file_args, masked_set_args
 from services.context import RunContext
 from services.errors import ToolError
 from tools.base import Tool
@@ -63,6 +64,9 @@ class ConfigSet(Tool[SetParams]):
     side_effect = True
     changes_config = True
 
+    def shown_args(self, raw: dict[str, Any]) -> dict[str, Any]:
+        return masked_set_args(raw)
+
     async def execute(self, args: SetParams, ctx: RunContext) -> str:
         return await ctx.services.config.set(args.key, args.value, session=ctx.session_key, actor=ctx.requester,
                                              approved_by=ctx.approved_by)
@@ -94,6 +98,9 @@ class ConfigFileSet(Tool[FileSetParams]):
     params = FileSetParams
     side_effect = True
     changes_config = True
+
+    def shown_args(self, raw: dict[str, Any]) -> dict[str, Any]:
+        return masked_file_args(raw)
 
     async def execute(self, args: FileSetParams, ctx: RunContext) -> str:
         return await ctx.services.config.write_file(args.name, args.content, session=ctx.session_key,
