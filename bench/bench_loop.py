@@ -79,7 +79,7 @@ async def _compare(llms: tuple[ScriptedOpenAI, ScriptedOpenAI], size: int, turns
     with tempfile.TemporaryDirectory(prefix="ania-bench-loop-") as tmp:
         ours = await Ours.start(llms[0], Path(tmp) / "ours")
         schemas[:] = schemas or ours.tool_schemas()
-        peer = await Peer.start(llms[1], Path(tmp) / "peer", schemas)
+        peer = await Peer.start(llms[1], Path(tmp) / "peer", schemas, ours.system_prompt())
         sides = {"ours": Side(ours, llms[0]), "peer": Side(peer, llms[1])}
         for i in range(max(1, size // 2)):
             for side in sides.values():

@@ -1,8 +1,8 @@
 """Typed settings: `ania.toml` in the config dir, every key overridable by `ANIA_<SECTION>__<KEY>`.
 
 The settings model is also the key registry: each field carries a description and, through
-`json_schema_extra={"sensitive": True}`, a sensitive flag. `config_get`/`config_set` (a later
-issue) read that registry instead of keeping a second list of keys.
+`json_schema_extra={"sensitive": True}`, a sensitive flag. `config_get`/`config_set`
+(services/config_edit.py) read that registry instead of keeping a second list of keys.
 """
 
 from __future__ import annotations

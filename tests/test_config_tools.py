@@ -275,3 +275,19 @@ async def test_plan_mode_blocks_config_changes(scripted_llm, make_chat, tmp_path
         'Blocked: plan mode is on, and "config_set" has side effects',
         'Blocked: plan mode is on, and "config_file_set" has side effects']
     assert not (tmp_path / "config" / "ania.toml").exists() and not (tmp_path / "config" / "prompt.json").exists()
+
+
+async def test_a_hooks_file_written_from_the_chat_is_live_within_the_ttl(scripted_llm, make_chat, tmp_path):
+    from services.hooks.manager import HookManager
+
+    now = [1000.0]
+    chat = await make_chat(settings_for(scripted_llm), hooks=HookManager(config(tmp_path), clock=lambda: now[0]))
+    block_time = {"hooks": {"PreToolUse": [{"matcher": "time", "hooks": [
+        {"type": "command", "command": "echo 'no clocks today' >&2; exit 2"}]}]}}
+    out = await run_approved(chat, scripted_llm, [("time", {}), ("config_file_set", {
+        "name": "hooks_json", "content": json.dumps(block_time)})])
+    assert "UTC" in out[0] and out[1] == "Saved config/hooks.json. It takes effect within 5 s."
+    now[0] += 5
+    scripted_llm.script([Calls([("time", {})]), Reply("blocked")])
+    await chat.say("f:u1", "u1", "time?")
+    assert turn_results(scripted_llm) == ["Blocked by a PreToolUse hook: no clocks today"]
