@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from services.config_edit import masked_file_args, masked_set_args
+from services.config_edit import masked_set_args
+from services.config_files import masked_file_args
 from services.context import RunContext
 from services.errors import ToolError
 from tools.base import Tool
