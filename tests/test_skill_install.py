@@ -109,7 +109,8 @@ def test_github_urls_become_codeload_zips():
     assert github_source("https://github.com/o/r/releases/download/v1/skill.zip") is None
     assert classify("https://github.com/o/r/releases/download/v1/skill.zip").url.endswith("/skill.zip")
     assert classify("---\nname: x\n").text.startswith("---")
-    for bad in ("ftp://example.org/skill.zip", "file:///etc/passwd", "skills/pdf", "javascript:alert(1)"):
+    for bad in ("ftp://example.org/skill.zip", "file:///etc/passwd", "skills/pdf", "javascript:alert(1)", "http://[bad",
+                "http://"):
         with pytest.raises(SkillError, match="give a zip URL"):
             classify(bad)
 

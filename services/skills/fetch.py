@@ -39,7 +39,10 @@ def classify(source: str, codeload: str = CODELOAD) -> Source:
     source = source.strip()
     if source.startswith("---"):
         return Source(text=source)
-    parts = urlsplit(source)
+    try:
+        parts = urlsplit(source)
+    except ValueError:
+        parts = urlsplit("")
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise SkillError("give a zip URL, a GitHub repository URL, a SKILL.md URL (http or https), "
                          "or the full SKILL.md text starting with ---")
@@ -75,7 +78,7 @@ async def download(url: str, *, max_bytes: int, timeout_sec: float) -> bytes:
     except TimeoutError:
         raise SkillError(f"the download did not finish within {timeout_sec:g} s "
                          "(skills.download_timeout_sec)") from None
-    except httpx.HTTPError as e:
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError) as e:
         raise SkillError(f"the download failed ({type(e).__name__}: {e})") from None
 
 
@@ -83,7 +86,7 @@ async def _download(url: str, max_bytes: int, timeout_sec: float) -> bytes:
     headers = {"Accept-Encoding": "identity"}  # the bytes counted are the bytes kept: no decoding on the fly
     async with httpx.AsyncClient(follow_redirects=False, timeout=timeout_sec, headers=headers) as client:
         for _ in range(MAX_REDIRECTS + 1):
-            if urlsplit(url).scheme not in ("http", "https"):
+            if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
                 raise SkillError(f"refused to follow a redirect to {url[:200]}: only http and https are allowed")
             async with client.stream("GET", url) as resp:
                 if resp.is_redirect:
