@@ -159,7 +159,7 @@ async def _chat_engine(args: argparse.Namespace, paths: Paths, settings: Setting
     engine = await Engine.start(paths.config_dir, paths.data_dir, settings=settings, local_admins=local_admins)
     try:
         note = "offline scripted model (it echoes; --script FILE scripts it)" if demo else ""
-        await run_terminal(engine, args.session, user, note=note)
+        await run_terminal(engine, args.session, user, note=note, local=bool(local_admins))
     finally:
         await engine.close()
     return 0

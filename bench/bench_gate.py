@@ -99,7 +99,7 @@ async def _turn(agent: Any, llm: ScriptedOpenAI, k: int, session: str) -> float:
 async def parallel_turns(llm: ScriptedOpenAI, root: Path, n: int) -> list[list[Any]]:
     """Ours and the peer alternate turns (machine load hits both alike); the first two are warm-up."""
     ours = await Ours.start(llm, root / "turn-ours")
-    peer = await Peer.start(llm, root / "turn-peer", ours.tool_schemas())
+    peer = await Peer.start(llm, root / "turn-peer", ours.tool_schemas(), ours.system_prompt())
     rows = []
     try:
         for k in (1, 8):

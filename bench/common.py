@@ -79,6 +79,12 @@ class Ours:
     def tool_schemas(self, session: str = SESSION) -> list[dict[str, Any]]:
         return self.engine.services.sessions.executor(session).schemas()
 
+    def system_prompt(self) -> str:
+        """The system prompt ours sends (persona and the available_skills block); the peer gets the same."""
+        from nodes.prompt import system_prompt
+
+        return system_prompt(self.engine.services)
+
     async def close(self) -> None:
         await self.engine.close()
 
@@ -115,7 +121,7 @@ class Peer:
 
     @classmethod
     async def start(cls, llm: ScriptedOpenAI, root: Path, tool_schemas: Sequence[dict[str, Any]],
-                    client: str | None = None) -> Peer:
+                    client: str | None = None, system_prompt: str = "") -> Peer:
         from langchain.agents import create_agent
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -127,7 +133,8 @@ class Peer:
         await saver.setup()
         await tune_sqlite(saver)  # the same checkpointer settings as ours
         tools: list[Any] = [peer_time_tool() if s["function"]["name"] == "time" else s for s in tool_schemas]
-        agent = create_agent(_peer_model(settings, client or cls.client), tools, system_prompt=settings.bot.system_prompt,
+        agent = create_agent(_peer_model(settings, client or cls.client), tools,
+                             system_prompt=system_prompt or settings.bot.system_prompt,
                              checkpointer=saver)
         return cls(agent, stack, db)
 

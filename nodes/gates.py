@@ -119,11 +119,12 @@ async def post_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     return {"messages": [tool_message({**state, "notes": notes})]}
 
 
-def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext) -> dict[str, Any]:
+def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext, tool: Tool) -> dict[str, Any]:
     """Pause this branch until someone decides; returns the gate's update."""
-    args = shown_args(call.args)
+    masked = tool.shown_args(call.args)
+    args = shown_args(masked)
     request = {
-        "type": "tool_approval", "kind": kind, "tool": call.name, "args": call.args, "call_id": call.id,
+        "type": "tool_approval", "kind": kind, "tool": call.name, "args": masked, "call_id": call.id,
         "reason": why, "session": ctx.session_key, "requester": ctx.requester,
         "prompt": APPROVAL_PROMPT.format(name=call.name, args=args, why=why),
     }
@@ -134,11 +135,11 @@ def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext) -> dict[str, Any]
         answer = interrupt({**request, "prompt": refused + str(request["prompt"])})
     allowed = str(decision.get("decision", "")).strip().lower() in ALLOW_WORDS
     ctx.services.store.log_op("tool_approval", ctx.session_key, str(decision.get("by", "")), {
-        "kind": kind, "tool": call.name, "args": call.args, "decision": "allow" if allowed else "deny",
+        "kind": kind, "tool": call.name, "args": masked, "decision": "allow" if allowed else "deny",
         "reason": decision.get("reason", ""),
     })
     if allowed:
-        return {}
+        return {"approved_by": str(decision.get("by", ""))} if kind == "admin" else {}
     if not decision.get("by"):
         return {"blocked": NO_ANSWER.format(name=call.name, why=decision.get("reason") or "denied")}
     why_not = f" ({decision['reason']})" if decision.get("reason") else ""
@@ -158,14 +159,14 @@ async def admin_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
     if not tool.changes_config:
         return {}
     why = f'"{call.name}" changes the configuration: an admin other than the requester must allow it.'
-    return _ask("admin", call, why, ctx)
+    return _ask("admin", call, why, ctx, tool)
 
 
 async def human_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
     """Tools in approval.tools, or calls a tool itself flags (bash off the whitelist), ask a human (G4, G6)."""
     call, tool, args = _call_and_tool(state, ctx)
     why = state.get("hook_ask") or _human_reason(call, tool, args, ctx)
-    return _ask("human", call, why, ctx) if why else {}
+    return _ask("human", call, why, ctx, tool) if why else {}
 
 
 def _human_reason(call: ToolCall, tool: Tool, args: Any, ctx: RunContext) -> str | None:

@@ -113,7 +113,7 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     schemas = ctx.executor.schemas()
     runnable = model.bind_tools(schemas) if schemas else model
     try:
-        reply = await runnable.ainvoke(request_messages(settings, state.get("messages", [])))
+        reply = await runnable.ainvoke(request_messages(ctx.services, state.get("messages", [])))
     except asyncio.CancelledError:
         raise
     except Exception as e:

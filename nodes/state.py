@@ -75,6 +75,8 @@ class GateState(TypedDict, total=False):
     notes: list[str]
     #: Set when a PreToolUse hook answered "ask": why a human must approve.
     hook_ask: str
+    #: The admin who allowed a configuration change (the admin-approval gate); the tool logs it.
+    approved_by: str
     result: dict[str, Any]
     messages: Annotated[list[AnyMessage], add_messages]
     #: Tokens the call spent outside the loop (a subagent, a team); folded into the turn's usage.

@@ -1,8 +1,8 @@
 """Typed settings: `ania.toml` in the config dir, every key overridable by `ANIA_<SECTION>__<KEY>`.
 
 The settings model is also the key registry: each field carries a description and, through
-`json_schema_extra={"sensitive": True}`, a sensitive flag. `config_get`/`config_set` (a later
-issue) read that registry instead of keeping a second list of keys.
+`json_schema_extra={"sensitive": True}`, a sensitive flag. `config_get`/`config_set`
+(services/config_edit.py) read that registry instead of keeping a second list of keys.
 
 Loading is strict where a mistake would silently change behaviour: an invalid value (in the file or
 the environment, JSON lists included) is one ConfigError line naming the key, its environment
@@ -145,6 +145,16 @@ class ToggleSettings(BaseModel):
     enable: bool = Field(False, description="Offer the self-management tools")
 
 
+class SkillsSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    enabled: list[str] = Field(default_factory=list, description="Only these skills (by name); empty = every skill")
+    max_download_mb: float = Field(10.0, gt=0, le=1024, description="Largest download skill_install accepts")
+    download_timeout_sec: float = Field(30.0, gt=0, le=600, description="Deadline of one skill download")
+    max_files: int = Field(1000, ge=1, le=100_000, description="Most entries an installed skill archive may have")
+    max_unpacked_mb: float = Field(50.0, gt=0, le=4096, description="Largest unpacked size of a skill archive")
+
+
 class Settings(BaseSettings):
     """All settings. Sections mirror `ania.toml` tables. Frozen once loaded: nothing changes them at run
     time (config_set writes the file; the new value takes effect at the next start)."""
@@ -161,6 +171,8 @@ class Settings(BaseSettings):
     mcp: MCPSettings = Field(default_factory=MCPSettings)
     mcp_tool: ToggleSettings = Field(default_factory=ToggleSettings)
     subagent: SubagentSettings = Field(default_factory=SubagentSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    skill_tool: ToggleSettings = Field(default_factory=ToggleSettings)
 
     #: The file `load_settings` read (or would have read: it may not exist); errors name it.
     config_file: ClassVar[Path | None] = None

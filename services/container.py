@@ -7,13 +7,17 @@ from dataclasses import dataclass
 
 from services.admins import Admins
 from services.approvals import Approvals
+from services.commands import CommandStore
 from services.config import Paths, Settings
+from services.config_edit import ConfigEditor
 from services.hooks.types import HookRunner
 from services.llm import ModelFactory
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
+from services.persona import Persona
 from services.plan_mode import PlanMode
 from services.sessions import SessionRegistry
+from services.skills import SkillInstaller, SkillRegistry
 from services.store import AppStore
 from services.subagents import Subagents
 from services.teams import TeamStore
@@ -39,3 +43,9 @@ class Services:
     #: Saved teams, and the seam to the subagent and team runner (bound once the graphs are built).
     teams: TeamStore
     subagents: Subagents
+    #: Skills (S1-S4), custom commands (G8), the system prompt's base (prompt.json), config editing (T8).
+    skills: SkillRegistry
+    skill_installer: SkillInstaller
+    commands: CommandStore
+    persona: Persona
+    config: ConfigEditor

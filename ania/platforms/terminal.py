@@ -16,6 +16,10 @@ the endpoint's URL. The steps come from a LangChain callback handler carried by 
 
 Ctrl-C: the running turns are stopped and settled before the engine closes, then the CLI prints one
 line and exits 130.
+
+`/as <user> <text>` sends one line as another user (e.g. a second admin answering a configuration
+change's approval). Only the local operator may: with `--user`, the terminal has that user's rights
+and nothing more.
 """
 
 from __future__ import annotations
@@ -180,7 +184,8 @@ class StepWatcher(BaseCallbackHandler):
 
 
 async def run_terminal(engine: Engine, session_key: str, user_id: str, out: TextIO = sys.stdout, *,
-                       note: str = "", stdin_fd: int = 0) -> None:
+                       note: str = "", stdin_fd: int = 0, local: bool = False) -> None:
+    """`local`: the person at the terminal is the bot's operator (no --user), who may speak `/as` others."""
     tty_in = os.isatty(stdin_fd)
     llm = engine.services.settings.llm
     status = StatusLine(out, llm.base_url) if out.isatty() else None
@@ -226,7 +231,7 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
         role = "an admin" if engine.services.admins.is_admin(user_id) else "not an admin"
         out.write(f"Ania chat, session {session_key} (you are {user_id}, {role}); model {llm.model} at "
                   f"{llm.base_url}{f', an {note}' if note else ''}.\n"
-                  "Type a message; /stop stops a turn, /plan on|off, /quit or Ctrl-D quits.\n")
+                  "Type a message; /help lists the commands, /stop stops a turn, /quit or Ctrl-D quits.\n")
         out.flush()
     try:
         while True:
@@ -242,7 +247,11 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
             if line.lower() in QUIT:
                 await entry.stop(session_key)
                 break
-            task = await entry.submit(session_key, user_id, line)
+            speaker, line = _speaker(line, user_id, local)
+            if not line:
+                emit("Usage: /as <user> <text> (only the local operator, without --user)")
+                continue
+            task = await entry.submit(session_key, speaker, line)
             if task is None:
                 continue
             active.add(task)
@@ -309,6 +318,14 @@ def _endpoint_failed(result: TurnResult) -> bool:
 def _detail(result: TurnResult) -> str:
     m = re.search(r"\(([^)]*)\)", result.reply)
     return m.group(1) if m else "see the log (-v)"
+
+
+def _speaker(line: str, user_id: str, local: bool) -> tuple[str, str]:
+    """(who says it, what) for one input line; an empty text means a misused /as."""
+    if not line.startswith("/as ") and line != "/as":
+        return user_id, line
+    who, _, text = line[4:].strip().partition(" ")
+    return (who, text.strip()) if local and who and text.strip() else (user_id, "")
 
 
 async def _until_idle_or_asking(task: asyncio.Task[TurnResult], engine: Engine, session_key: str) -> None:
