@@ -110,6 +110,28 @@ class ToggleSettings(BaseModel):
     enable: bool = Field(False, description="Offer the self-management tools")
 
 
+class KnowledgeSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    enable: bool = Field(True, description="Offer the knowledge base and long-term memory tools (kb_*, memory_*)")
+    chroma_url: str = Field(
+        "", description="Chroma server URL (e.g. http://127.0.0.1:8000); empty = embedded store in <data dir>/chroma"
+    )
+    max_docs: int = Field(200, ge=1, description="Documents per knowledge base scope (a session, or global)")
+    max_doc_runes: int = Field(1_000_000, ge=1, description="Longest document kb_add or `ania kb add` accepts")
+    max_memories: int = Field(500, ge=1, description="Long-term memories per session")
+
+
+class EmbeddingSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str = Field("", description="OpenAI-compatible /v1/embeddings endpoint; empty = keyword search only")
+    model: str = Field("", description="Embedding model name; empty = keyword search only")
+    api_key: str = Field("", description="API key of the embedding endpoint", json_schema_extra={"sensitive": True})
+    timeout_sec: float = Field(10.0, gt=0, le=120, description="Deadline of one embeddings request")
+    batch_size: int = Field(64, ge=1, le=2048, description="Texts per embeddings request")
+
+
 class Settings(BaseSettings):
     """All settings. Sections mirror `ania.toml` tables. Frozen once loaded: nothing changes them at run
     time (config_set writes the file; the new value takes effect at the next start)."""
@@ -125,6 +147,8 @@ class Settings(BaseSettings):
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     mcp: MCPSettings = Field(default_factory=MCPSettings)
     mcp_tool: ToggleSettings = Field(default_factory=ToggleSettings)
+    knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
 
     @classmethod
     def settings_customise_sources(
