@@ -1,4 +1,4 @@
-"""The `ania` command: `ania chat`, `ania sessions list|show`, `ania fake-llm`."""
+"""The `ania` command: `ania chat`, `ania sessions list|show`, `ania kb ...`, `ania fake-llm`."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     ssub.add_parser("list", help="list stored sessions")
     show = ssub.add_parser("show", help="print a session's messages")
     show.add_argument("key")
+    from ania import kb_cli
+
+    kb_cli.add_parser(sub)
     fake = sub.add_parser("fake-llm", help="serve a scripted OpenAI-compatible model (echoes) on 127.0.0.1")
     fake.add_argument("--port", type=int, default=8765)
     return p
@@ -41,6 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.cmd == "fake-llm":
             return _fake_llm(args.port)
+        if args.cmd == "kb":
+            from ania import kb_cli
+
+            return asyncio.run(kb_cli.run(args))
         return asyncio.run(_run(args))
     except ConfigError as e:
         print(f"ania: {e}", file=sys.stderr)

@@ -15,6 +15,7 @@ from services.approvals import Approvals
 from services.config import Paths, Settings
 from services.container import Services
 from services.hooks import HookManager, HookRunner
+from services.knowledge import KnowledgeService
 from services.llm import ModelFactory
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
@@ -24,7 +25,9 @@ from services.store import AppStore
 from services.todos import TodoStore
 from tools.base import Tool
 from tools.bash import bash_tools
+from tools.knowledge import knowledge_tools
 from tools.mcp import RemoteTool, engine_tools
+from tools.memory import memory_tools
 from tools.registry import SharedExecutor
 from tools.time_tool import TimeTool
 from tools.todo import TodoWriteTool
@@ -32,7 +35,15 @@ from tools.todo import TodoWriteTool
 
 def builtin_tools(settings: Settings, paths: Paths) -> list[Tool]:
     """The always-on built-ins and the ones behind config (T5)."""
-    return [TimeTool(), TodoWriteTool(), *bash_tools(settings, paths.data_dir, paths.config_dir)]
+    tools: list[Tool] = [TimeTool(), TodoWriteTool(), *bash_tools(settings, paths.data_dir, paths.config_dir)]
+    if settings.knowledge.enable:
+        tools += [*knowledge_tools(), *memory_tools()]
+    return tools
+
+
+def build_knowledge(paths: Paths, settings: Settings) -> KnowledgeService:
+    """The knowledge base and memory (also built alone by `ania kb`); Chroma opens at its first use."""
+    return KnowledgeService(settings, paths.data_dir)
 
 
 async def build_services(
@@ -58,9 +69,11 @@ async def build_services(
     stack.push_async_callback(llm.aclose)
     admins = Admins(settings, local_admins)
     outboxes = Outboxes()
+    knowledge = build_knowledge(paths, settings)
+    stack.push_async_callback(knowledge.aclose)
     return Services(
         settings=settings, paths=paths, admins=admins, store=store, shared_tools=shared, sessions=sessions,
         llm=llm, hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
         outboxes=outboxes, approvals=Approvals(settings, admins, outboxes.send, timeout_sec=approval_timeout_sec),
-        plan_mode=PlanMode(store), todos=TodoStore(store),
+        plan_mode=PlanMode(store), todos=TodoStore(store), knowledge=knowledge,
     )

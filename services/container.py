@@ -9,6 +9,7 @@ from services.admins import Admins
 from services.approvals import Approvals
 from services.config import Paths, Settings
 from services.hooks.types import HookRunner
+from services.knowledge import KnowledgeService
 from services.llm import ModelFactory
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
@@ -34,3 +35,4 @@ class Services:
     approvals: Approvals
     plan_mode: PlanMode
     todos: TodoStore
+    knowledge: KnowledgeService

@@ -77,13 +77,15 @@ class KnowledgeService:
         docs = await self.kb.docs(check_scope(scope))
         return docs[:limit], len(docs)
 
-    async def delete_document(self, doc_id: str, readable: Collection[str], writable: Collection[str]) -> DocInfo:
+    async def delete_document(self, doc_id: str, readable: Collection[str] | None,
+                              writable: Collection[str] | None) -> DocInfo:
+        """Delete a document whose scope is readable and writable by the caller (None: any scope, the operator)."""
         found = await self.kb.find(doc_id)
-        if found is None or found[0].scope not in readable:
-            raise ToolError(NOT_FOUND.format(what="document", id=doc_id,
-                                             where=" or ".join(where_label(s) for s in sorted(readable))))
+        if found is None or (readable is not None and found[0].scope not in readable):
+            where = "the knowledge base" if readable is None else " or ".join(where_label(s) for s in sorted(readable))
+            raise ToolError(NOT_FOUND.format(what="document", id=doc_id, where=where))
         info, ids = found
-        if info.scope not in writable:
+        if writable is not None and info.scope not in writable:
             raise ToolError(NOT_YOURS.format(id=doc_id))
         await self.kb.delete(info, ids)
         return info
