@@ -120,6 +120,9 @@ class KnowledgeSettings(BaseModel):
     max_docs: int = Field(200, ge=1, description="Documents per knowledge base scope (a session, or global)")
     max_doc_runes: int = Field(1_000_000, ge=1, description="Longest document kb_add or `ania kb add` accepts")
     max_memories: int = Field(500, ge=1, description="Long-term memories per session")
+    analyzer: Literal["grams", "bigrams", "words"] = Field(
+        "grams", description="Search terms of CJK text: characters and pairs (grams), pairs, or jieba words"
+    )
 
 
 class EmbeddingSettings(BaseModel):

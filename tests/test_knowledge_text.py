@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from services.knowledge.text import CHUNK_OVERLAP, CHUNK_RUNES, Analyzer, normalize, split
 
 
@@ -18,7 +20,7 @@ def test_chunks_are_at_most_600_runes_and_end_at_sentence_ends():
 def test_chunks_overlap_by_at_most_60_runes():
     text = "".join(f"第{i}条规定：每位成员都要遵守这里的规定！" for i in range(200))
     chunks = split(text)
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in itertools.pairwise(chunks):
         overlap = next((n for n in range(min(len(a), len(b)), 0, -1) if a.endswith(b[:n])), 0)
         assert 0 < overlap <= CHUNK_OVERLAP
 
@@ -29,10 +31,12 @@ def test_paragraphs_are_preferred_over_sentences():
     assert all(c.startswith("First rule.") for c in chunks)
 
 
-def test_chinese_text_gets_word_terms_and_stop_words_drop():
-    terms = Analyzer().terms("请问群里可以发广告吗？")
-    assert "广告" in terms and "群里" in terms
-    assert not {"请问", "可以", "吗"} & set(terms)
+def test_chinese_text_gets_terms_and_stop_words_drop():
+    for mode in ("grams", "bigrams", "words"):
+        terms = Analyzer(mode).terms("请问群里可以发广告吗？")
+        assert "广告" in terms and "群里" in terms, mode
+        assert not {"请问", "可以", "吗"} & set(terms), mode
+    assert {"广", "告"} <= set(Analyzer("grams").terms("发广告"))  # a one-character query still matches
 
 
 def test_english_terms_are_stemmed_so_inflections_meet():
@@ -44,7 +48,7 @@ def test_only_stop_words_or_emoji_give_no_terms():
     a = Analyzer()
     for query in ("the of and what", "😀🎉👍", "的了吗", "？！。", "   "):
         assert a.query_terms(query) == [], query
-    assert Analyzer("bigrams").query_terms("😀 the") == []
+    assert Analyzer("bigrams").query_terms("😀 的了") == [] and Analyzer("words").query_terms("😀 的了") == []
 
 
 def test_normal_form_ignores_case_width_and_spacing():

@@ -45,8 +45,9 @@ def where_label(scope: str) -> str:
 
 
 class KnowledgeService:
-    def __init__(self, settings: Settings, data_dir: Path, *, mode: Mode = "words") -> None:
+    def __init__(self, settings: Settings, data_dir: Path, *, mode: Mode | None = None) -> None:
         self.settings = settings.knowledge
+        mode = mode or settings.knowledge.analyzer
         self.store = ChromaStore(data_dir / "chroma", settings.knowledge.chroma_url)
         self.embedder = Embedder(settings.embedding)
         self.kb = ChunkBase("kb", "d", self.store, KeywordIndex(Analyzer(mode)), self.embedder)

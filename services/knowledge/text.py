@@ -1,9 +1,11 @@
 """Text for retrieval: the normal form used for de-duplication, chunks (K2), and the search terms of a text.
 
-Chinese has no spaces, so a whitespace tokenizer finds nothing in it. Two analyzers are kept and measured
-side by side in `bench/bench_knowledge.py`: `words` (jieba's search-mode segmentation through rjieba, the
-Rust port, which is ~20x faster than the Python package, plus English words stemmed by Snowball) and
-`bigrams` (overlapping character pairs of CJK runs). `words` is the default: see the note in the bench.
+Chinese has no spaces, so a whitespace tokenizer finds nothing in it. Three analyzers are measured side by
+side in `bench/bench_knowledge.py` (`knowledge.analyzer` picks one): `grams` (each CJK character and each
+overlapping pair; the default, best recall on Chinese in the benchmark, and robust to words a segmenter
+does not know), `bigrams` (pairs only), `words` (jieba's search-mode segmentation through rjieba, the Rust
+port, ~20x faster than the Python package). All three take other scripts as words, English stemmed by
+Snowball, and drop stop words.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ SEPARATORS = ["\n\n", "\n", "。", "！", "？", "；", "!", "?", ";", ". ", "�
 #: Unique terms of one query that reach the index (a pasted page as a query stays cheap).
 MAX_QUERY_TERMS = 64
 
-Mode = Literal["words", "bigrams"]
+Mode = Literal["grams", "bigrams", "words"]
 
 _SPACE = re.compile(r"\s+")
 _TOKEN = re.compile(r"[^\W_]+")
@@ -77,12 +79,12 @@ _STEMMER = Stemmer.Stemmer("english")
 class Analyzer:
     """Turns text into search terms; the same function serves documents and queries."""
 
-    def __init__(self, mode: Mode = "words") -> None:
+    def __init__(self, mode: Mode = "grams") -> None:
         self.mode: Mode = mode
 
     def terms(self, text: str) -> list[str]:
         text = unicodedata.normalize("NFKC", text).casefold()
-        return self._words(text) if self.mode == "words" else self._bigrams(text)
+        return self._words(text) if self.mode == "words" else self._grams(text, self.mode == "grams")
 
     def query_terms(self, text: str) -> list[str]:
         """Unique terms of a query in first-seen order, at most MAX_QUERY_TERMS."""
@@ -103,7 +105,7 @@ class Analyzer:
                     out.append(term)
         return out
 
-    def _bigrams(self, text: str) -> list[str]:
+    def _grams(self, text: str, unigrams: bool) -> list[str]:
         out: list[str] = []
         for run in _CJK_OR_WORD.findall(text):
             if not _IS_CJK.match(run):
@@ -114,5 +116,8 @@ class Analyzer:
                 if run not in STOP_WORDS:
                     out.append(run)
             else:
-                out.extend(run[i : i + 2] for i in range(len(run) - 1))
+                pairs = (run[i : i + 2] for i in range(len(run) - 1))
+                out.extend(p for p in pairs if p not in STOP_WORDS and not (p[0] in STOP_WORDS and p[1] in STOP_WORDS))
+                if unigrams:
+                    out.extend(ch for ch in run if ch not in STOP_WORDS)
         return out
