@@ -3,6 +3,7 @@
 Tests, the benchmark and a newcomer's first `ania chat` drive the real `ChatOpenAI` against it. Each
 request takes the next scripted step; with the script empty it echoes the last user message. Every
 request body is kept (raw bytes and parsed JSON) so tests can assert exactly what the engine sent.
+`/v1/embeddings` answers deterministic vectors (`fake_embedding`), or a scripted failure.
 """
 
 from __future__ import annotations

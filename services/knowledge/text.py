@@ -15,7 +15,6 @@ import unicodedata
 from functools import lru_cache
 from typing import Literal
 
-import rjieba
 import Stemmer
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
@@ -81,6 +80,10 @@ class Analyzer:
 
     def __init__(self, mode: Mode = "grams") -> None:
         self.mode: Mode = mode
+        if mode == "words":
+            import rjieba  # loads its dictionary (~0.2 s): only when this analyzer is chosen
+
+            self._cut = rjieba.cut_for_search
 
     def terms(self, text: str) -> list[str]:
         text = unicodedata.normalize("NFKC", text).casefold()
@@ -98,7 +101,7 @@ class Analyzer:
 
     def _words(self, text: str) -> list[str]:
         out = []
-        for piece in rjieba.cut_for_search(text):
+        for piece in self._cut(text):
             for token in _TOKEN.findall(piece):
                 term = self._word(token)
                 if term:
