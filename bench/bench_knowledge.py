@@ -87,7 +87,7 @@ async def fill(svc: KnowledgeService, distractor_chunks: int, corpus_share: floa
     per_doc = 100
     docs = list(ZH_DOCS + EN_DOCS)
     for n in range(0, distractor_chunks, per_doc):
-        docs.append((f"notes {n // per_doc}", filler(rng, 560 * min(per_doc, distractor_chunks - n), corpus_share)))
+        docs.append((f"notes {n // per_doc}", filler(rng, 400 * min(per_doc, distractor_chunks - n), corpus_share)))
     rng.shuffle(docs)
     for title, text in docs:
         await svc.add_document(SCOPE, title, text)

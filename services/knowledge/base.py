@@ -140,9 +140,12 @@ class ChunkBase:
             raise StoreError(f"vector search failed: {type(e).__name__}: {e}") from None
         out = {cid: cos for cid, _, cos in near}
         extra = {cid: scope for cid, scope, _ in near}
-        missing = [c.id for c, _ in keyword if c.id not in out]
-        if missing:
-            for cid, vec in self.store.vectors(self.name, self.embedder.key, missing).items():
+        missing: dict[str, list[str]] = {}
+        for c, _ in keyword:
+            if c.id not in out:
+                missing.setdefault(c.scope, []).append(c.id)
+        for scope, ids in missing.items():
+            for cid, vec in self.store.vectors(self.name, self.embedder.key, scope, ids).items():
                 norm = float(np.linalg.norm(vec))
                 if norm > 0 and vec.shape == qvec.shape:
                     out[cid] = float(np.dot(qvec, vec) / norm)
@@ -175,7 +178,7 @@ class ChunkBase:
 
             def write() -> None:
                 old = self.store.stamps(self.name, [info.scope])[info.scope]
-                self.store.delete(self.name, ids, key)
+                self.store.delete(self.name, info.scope, ids, key)
                 self.index.remove(info.scope, info.id, old, self.store.new_stamp(self.name, info.scope))
 
             await self._run(write)

@@ -37,6 +37,7 @@ class _Scope:
     stamp: str | None
     rows: dict[int, Chunk] = field(default_factory=dict)
     by_doc: dict[str, list[int]] = field(default_factory=dict)
+    by_id: dict[str, int] = field(default_factory=dict)
     next_row: int = 1
 
 
@@ -92,7 +93,9 @@ class KeywordIndex:
             rows = s.by_doc.pop(doc_id, [])
             self._db.executemany(f"DELETE FROM {s.table} WHERE rowid = ?", [(r,) for r in rows])
             for r in rows:
-                s.rows.pop(r, None)
+                gone = s.rows.pop(r, None)
+                if gone is not None:
+                    s.by_id.pop(gone.id, None)
             s.stamp = new_stamp
 
     def forget(self) -> None:
@@ -123,11 +126,8 @@ class KeywordIndex:
         s = self._scopes.get(scope)
         if s is None:
             return None
-        doc_id = chunk_id.rpartition("#")[0]
-        for r in s.by_doc.get(doc_id, []):
-            if s.rows[r].id == chunk_id:
-                return s.rows[r]
-        return None
+        row = s.by_id.get(chunk_id)
+        return None if row is None else s.rows.get(row)
 
     def size(self, scope: str) -> int:
         s = self._scopes.get(scope)
@@ -148,6 +148,7 @@ class KeywordIndex:
             s.next_row += 1
             s.rows[row] = c
             s.by_doc.setdefault(c.doc_id, []).append(row)
+            s.by_id[c.id] = row
             batch.append((row, terms))
         self._db.executemany(f"INSERT INTO {s.table}(rowid, terms) VALUES (?, ?)", batch)
 

@@ -6,8 +6,9 @@ Embedded (`PersistentClient` at `<data dir>/chroma`) by default, a Chroma server
 - `<base>_chunks`: text and metadata of every chunk. Chroma needs a vector per record, so each gets a
   2-number placeholder (never searched); Chroma's own embedding function is never used (it downloads a
   model), so no call here passes text without vectors.
-- `<base>_vec_<key>`: the embedder's vectors, one collection per endpoint and model (another model's
-  vectors are never compared), cosine space.
+- `<base>_vec_<key>_<scope hash>`: the embedder's vectors, one collection per endpoint and model (another
+  model's vectors are never compared) and per scope (Chroma's filtered vector query is linear in the
+  filtered set: 70 ms at 14,000 chunks, against 3 ms unfiltered), cosine space.
 - `ania_stamps`: one record per (base, scope) whose stamp changes on every write; the keyword index
   reloads a scope whose stamp moved.
 
@@ -17,6 +18,7 @@ with a sentence a person can act on, and a deleted folder is noticed before it s
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import threading
@@ -118,11 +120,20 @@ class ChromaStore:
                 self._client = chromadb.PersistentClient(path=str(self.path), settings=settings)
         return self._client
 
-    def collection(self, name: str, cosine: bool = False) -> Any:
+    def collection(self, name: str, cosine: bool = False, create: bool = True) -> Any:
+        """The collection (made when missing); with `create=False`, None when it does not exist."""
         col = self._collections.get(name)
         if col is None:
-            config: Any = {"hnsw": {"space": "cosine"}} if cosine else None
-            col = self._open().get_or_create_collection(name, configuration=config, embedding_function=None)
+            if not create:
+                from chromadb.errors import NotFoundError
+
+                try:
+                    col = self._open().get_collection(name, embedding_function=None)
+                except NotFoundError:
+                    return None
+            else:
+                config: Any = {"hnsw": {"space": "cosine"}} if cosine else None
+                col = self._open().get_or_create_collection(name, configuration=config, embedding_function=None)
             self._collections[name] = col
         return col
 
@@ -175,10 +186,11 @@ class ChromaStore:
                        chunks=int(m.get("chunks", 1)), runes=int(m.get("runes", 0)), added=int(m.get("added", 0)))
         return info, list(got["ids"])
 
-    def delete(self, base: str, ids: Sequence[str], vector_key: str | None) -> None:
+    def delete(self, base: str, scope: str, ids: Sequence[str], vector_key: str | None) -> None:
         self.collection(f"{base}_chunks").delete(ids=list(ids))
-        if vector_key:
-            self.collection(f"{base}_vec_{vector_key}", cosine=True).delete(ids=list(ids))
+        col = self._vectors(base, vector_key, scope, create=False) if vector_key else None
+        if col is not None:
+            col.delete(ids=list(ids))
 
     def load_scope(self, base: str, scope: str) -> list[Chunk]:
         got = self.collection(f"{base}_chunks").get(where={"scope": scope}, include=["documents", "metadatas"])
@@ -187,23 +199,34 @@ class ChromaStore:
                 for i, d, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=False)]
 
     # --- vectors --------------------------------------------------------------------------------
+    def _vectors(self, base: str, key: str, scope: str, create: bool = True) -> Any:
+        name = f"{base}_vec_{key}_{hashlib.sha1(scope.encode()).hexdigest()[:12]}"
+        return self.collection(name, cosine=True, create=create)
+
     def add_vectors(self, base: str, key: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        col = self.collection(f"{base}_vec_{key}", cosine=True)
+        """Vectors of chunks of one scope."""
+        col = self._vectors(base, key, chunks[0].scope)
         for start in range(0, len(chunks), BATCH):
             part = chunks[start : start + BATCH]
             col.upsert(ids=[c.id for c in part], embeddings=vectors[start : start + len(part)],
-                       metadatas=[{"scope": c.scope, "doc": c.doc_id} for c in part])
+                       metadatas=[{"doc": c.doc_id} for c in part])
 
     def nearest(self, base: str, key: str, vector: np.ndarray, scopes: Sequence[str],
                 n: int) -> list[tuple[str, str, float]]:
-        """(chunk id, scope, cosine) of the `n` nearest chunks in the scopes."""
-        col = self.collection(f"{base}_vec_{key}", cosine=True)
-        got = col.query(query_embeddings=[vector], n_results=n, where={"scope": {"$in": list(scopes)}},
-                        include=["distances", "metadatas"])
-        return [(i, str(m["scope"]), 1.0 - float(d))
-                for i, d, m in zip(got["ids"][0], got["distances"][0], got["metadatas"][0], strict=False)]
+        """(chunk id, scope, cosine) of the `n` nearest chunks of each scope."""
+        out = []
+        for scope in scopes:
+            col = self._vectors(base, key, scope, create=False)
+            if col is None or col.count() == 0:
+                continue
+            got = col.query(query_embeddings=[vector], n_results=n, include=["distances"])
+            out += [(i, scope, 1.0 - float(d)) for i, d in zip(got["ids"][0], got["distances"][0], strict=False)]
+        return out
 
-    def vectors(self, base: str, key: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        got = self.collection(f"{base}_vec_{key}", cosine=True).get(ids=list(ids), include=["embeddings"])
+    def vectors(self, base: str, key: str, scope: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        col = self._vectors(base, key, scope, create=False)
+        if col is None:
+            return {}
+        got = col.get(ids=list(ids), include=["embeddings"])
         embeddings = got["embeddings"] if got["embeddings"] is not None else []
         return {i: np.asarray(e, dtype=np.float32) for i, e in zip(got["ids"], embeddings, strict=False)}
