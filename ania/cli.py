@@ -1,4 +1,4 @@
-"""The `ania` command: `ania chat`, `ania demo`, `ania sessions list|show`, `ania fake-llm`.
+"""The `ania` command: `ania chat`, `ania demo`, `ania sessions list|show`, `ania kb ...`, `ania fake-llm`.
 
 Start-up order matters to a person waiting at the terminal: the arguments are parsed with nothing but
 argparse loaded (`ania --help` and `--version` import no project module), then the settings are read
@@ -14,7 +14,7 @@ import argparse
 import re
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from services.config import Paths, Settings
@@ -85,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     show = ssub.add_parser("show", help="print a session's messages",
                            description="Print a stored session's messages, one per line.")
     show.add_argument("key", type=session_key, help="the session key, e.g. f:local or g:team")
+    kb_parser(sub)
     fake = sub.add_parser("fake-llm", help="serve a scripted OpenAI-compatible model on 127.0.0.1",
                           description="Serve a scripted OpenAI-compatible model on 127.0.0.1 until Ctrl-C; point "
                                       "llm.base_url at the printed URL (model name: scripted-model).")
@@ -92,6 +93,25 @@ def _parser() -> argparse.ArgumentParser:
     fake.add_argument("--script", metavar="FILE",
                       help="JSON list of scripted steps (replies, tool calls); afterwards it echoes")
     return p
+
+
+def kb_parser(sub: Any) -> None:
+    """`ania kb ...` (ania/kb_cli.py runs it; defined here so `--help` imports nothing heavy)."""
+    kb = sub.add_parser("kb", help="manage the knowledge base (the global one by default)")
+    ksub = kb.add_subparsers(dest="action", required=True)
+    add = ksub.add_parser("add", help="add text or Markdown files")
+    add.add_argument("files", nargs="+", metavar="FILE")
+    add.add_argument("--scope", default="global", help="global (default), g:<group id> or f:<user id>")
+    add.add_argument("--title", default=None, help="the title (one file only; default: the file name)")
+    listing = ksub.add_parser("list", help="list documents")
+    listing.add_argument("--scope", default="global")
+    listing.add_argument("--limit", type=int, default=100)
+    search = ksub.add_parser("search", help="search as a session would (its own base and the global one)")
+    search.add_argument("query")
+    search.add_argument("--scope", default="global")
+    search.add_argument("--top-k", type=int, default=5)
+    delete = ksub.add_parser("delete", help="delete a document by id")
+    delete.add_argument("doc_id")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -112,6 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fake_llm(args.port, args.script)
         if args.cmd == "sessions":
             return asyncio.run(_sessions(args))
+        if args.cmd == "kb":
+            from ania import kb_cli
+
+            return asyncio.run(kb_cli.run(args))
         return _chat(args)
     except ConfigError as e:
         print(f"ania: {e}", file=sys.stderr)

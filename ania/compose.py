@@ -19,6 +19,7 @@ from services.config import Paths, Settings
 from services.config_edit import ConfigEditor
 from services.container import Services
 from services.hooks import HookManager, HookRunner
+from services.knowledge import KnowledgeService
 from services.llm import ModelFactory
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
@@ -33,7 +34,9 @@ from services.todos import TodoStore
 from tools.base import Tool
 from tools.bash import bash_tools
 from tools.config import config_tools
+from tools.knowledge import knowledge_tools
 from tools.mcp import RemoteTool, engine_tools
+from tools.memory import memory_tools
 from tools.registry import SharedExecutor
 from tools.skills import skill_tools
 from tools.subagent import SubagentRunTool
@@ -47,8 +50,17 @@ SHIPPED_SKILLS = Path(__file__).resolve().parent.parent / "skills"
 
 def builtin_tools(settings: Settings, paths: Paths) -> list[Tool]:
     """The always-on built-ins and the ones behind config (T5)."""
-    return [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(),
-            *bash_tools(settings, paths.data_dir, paths.config_dir), *skill_tools(settings), *config_tools()]
+    tools: list[Tool] = [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(),
+                         *bash_tools(settings, paths.data_dir, paths.config_dir), *skill_tools(settings),
+                         *config_tools()]
+    if settings.knowledge.enable:
+        tools += [*knowledge_tools(), *memory_tools()]
+    return tools
+
+
+def build_knowledge(paths: Paths, settings: Settings) -> KnowledgeService:
+    """The knowledge base and memory (also built alone by `ania kb`); Chroma opens at its first use."""
+    return KnowledgeService(settings, paths.data_dir)
 
 
 async def build_services(
@@ -80,6 +92,8 @@ async def build_services(
                            settings.skills.enabled)
     await skills.reload()
     commands = CommandStore(paths.config_dir, store)
+    knowledge = build_knowledge(paths, settings)
+    stack.push_async_callback(knowledge.aclose)
     return Services(
         settings=settings, paths=paths, admins=admins, store=store, shared_tools=shared, sessions=sessions,
         llm=llm, hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
@@ -87,7 +101,7 @@ async def build_services(
         plan_mode=PlanMode(store), todos=TodoStore(store), teams=TeamStore(store), subagents=Subagents(),
         skills=skills, skill_installer=SkillInstaller(skills, paths.data_dir / "skills", settings.skills, store),
         commands=commands, persona=load_persona(paths.config_dir, settings),
-        config=ConfigEditor(paths, settings, store, commands),
+        config=ConfigEditor(paths, settings, store, commands), knowledge=knowledge,
     )
 
 

@@ -153,6 +153,29 @@ class SkillsSettings(BaseModel):
     download_timeout_sec: float = Field(30.0, gt=0, le=600, description="Deadline of one skill download")
     max_files: int = Field(1000, ge=1, le=100_000, description="Most entries an installed skill archive may have")
     max_unpacked_mb: float = Field(50.0, gt=0, le=4096, description="Largest unpacked size of a skill archive")
+class KnowledgeSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    enable: bool = Field(True, description="Offer the knowledge base and long-term memory tools (kb_*, memory_*)")
+    chroma_url: str = Field(
+        "", description="Chroma server URL (e.g. http://127.0.0.1:8000); empty = embedded store in <data dir>/chroma"
+    )
+    max_docs: int = Field(200, ge=1, description="Documents per knowledge base scope (a session, or global)")
+    max_doc_runes: int = Field(1_000_000, ge=1, description="Longest document kb_add or `ania kb add` accepts")
+    max_memories: int = Field(500, ge=1, description="Long-term memories per session")
+    analyzer: Literal["grams", "bigrams", "words"] = Field(
+        "grams", description="Search terms of CJK text: characters and pairs (grams), pairs, or jieba words"
+    )
+
+
+class EmbeddingSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str = Field("", description="OpenAI-compatible /v1/embeddings endpoint; empty = keyword search only")
+    model: str = Field("", description="Embedding model name; empty = keyword search only")
+    api_key: str = Field("", description="API key of the embedding endpoint", json_schema_extra={"sensitive": True})
+    timeout_sec: float = Field(10.0, gt=0, le=120, description="Deadline of one embeddings request")
+    batch_size: int = Field(64, ge=1, le=2048, description="Texts per embeddings request")
 
 
 class Settings(BaseSettings):
@@ -173,6 +196,8 @@ class Settings(BaseSettings):
     subagent: SubagentSettings = Field(default_factory=SubagentSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     skill_tool: ToggleSettings = Field(default_factory=ToggleSettings)
+    knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
 
     #: The file `load_settings` read (or would have read: it may not exist); errors name it.
     config_file: ClassVar[Path | None] = None

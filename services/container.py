@@ -11,6 +11,7 @@ from services.commands import CommandStore
 from services.config import Paths, Settings
 from services.config_edit import ConfigEditor
 from services.hooks.types import HookRunner
+from services.knowledge import KnowledgeService
 from services.llm import ModelFactory
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
@@ -49,3 +50,5 @@ class Services:
     commands: CommandStore
     persona: Persona
     config: ConfigEditor
+    #: The knowledge base and long-term memory (K1-K5), Chroma opened at first use.
+    knowledge: KnowledgeService

@@ -11,13 +11,17 @@ a list of steps, each `{"reply": "text"}`, `{"calls": [{"name": "time", "args": 
 `{"fail": 500}` or `{"stall": seconds}`, with an optional `"delay"` and a `"note"` that is ignored. In a
 reply, `{user}` is the last user message and `{tool_result}` the last tool result, so a script can show
 what a tool returned.
+`/v1/embeddings` answers deterministic vectors (`fake_embedding`), or a scripted failure.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
+import math
+import re
 import socket
 import threading
 import time
@@ -72,6 +76,16 @@ Step = Reply | Calls | Fail | Stall | Callable[[dict], "Step"]
 
 
 @dataclass
+class Dims:
+    """An embeddings answer with vectors of `n` numbers (a wrong size, for tests)."""
+
+    n: int
+
+
+EmbedStep = Fail | Stall | Dims
+
+
+@dataclass
 class Recorded:
     raw: bytes
     body: dict[str, Any]
@@ -103,6 +117,9 @@ class ScriptedOpenAI:
         self._responder: Callable[[dict], Step] | None = None
         self._lock = threading.Lock()
         self._seq = 0
+        self.embed_dim = 64
+        self.embedding_inputs: list[list[str]] = []  # the `input` of every /v1/embeddings request
+        self._embed_script: list[EmbedStep] = []
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -116,6 +133,12 @@ class ScriptedOpenAI:
     def respond_with(self, responder: Callable[[dict], Step] | None) -> ScriptedOpenAI:
         """Answer requests by content once the script is empty (None: echo again)."""
         self._responder = responder
+        return self
+
+    def script_embeddings(self, steps: list[EmbedStep]) -> ScriptedOpenAI:
+        """The next /v1/embeddings requests fail, stall or answer a wrong size; then deterministic vectors."""
+        with self._lock:
+            self._embed_script.extend(steps)
         return self
 
     def pending(self) -> int:
@@ -144,6 +167,8 @@ class ScriptedOpenAI:
             Route("/v1/chat/completions", self._handle, methods=["POST"]),
             Route("/chat/completions", self._handle, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
+            Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+            Route("/embeddings", self._embeddings, methods=["POST"]),
         ])
         config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
@@ -186,6 +211,23 @@ class ScriptedOpenAI:
     # --- protocol ----------------------------------------------------------------------------
     async def _models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+
+    async def _embeddings(self, request: Request) -> Response:
+        body = json.loads(await request.body())
+        texts = body.get("input", [])
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        with self._lock:
+            self.embedding_inputs.append(texts)
+            step = self._embed_script.pop(0) if self._embed_script else None
+        while isinstance(step, Stall):
+            await asyncio.sleep(step.seconds)
+            step = step.then if isinstance(step.then, (Fail, Stall, Dims)) else None
+        if isinstance(step, Fail):
+            return JSONResponse({"error": {"message": step.message, "type": "server_error"}}, status_code=step.status)
+        dim = step.n if isinstance(step, Dims) else self.embed_dim
+        data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t, dim)} for i, t in enumerate(texts)]
+        return JSONResponse({"object": "list", "data": data, "model": body.get("model", ""),
+                             "usage": {"prompt_tokens": sum(len(t) for t in texts), "total_tokens": 0}})
 
     def _next(self, body: dict[str, Any]) -> Step:
         with self._lock:
@@ -255,6 +297,21 @@ class ScriptedOpenAI:
         if (body.get("stream_options") or {}).get("include_usage"):
             yield f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n"
         yield "data: [DONE]\n\n"
+
+
+def fake_embedding(text: str, dim: int = 64) -> list[float]:
+    """A deterministic unit vector: hashed words and character pairs, so texts that share words point
+    the same way. It tests the plumbing, not semantics (no synonyms, no paraphrases)."""
+    vec = [0.0] * dim
+    folded = text.casefold()
+    features = re.findall(r"[a-z0-9]+", folded)
+    cjk = "".join(re.findall(r"[\u4e00-\u9fff]", folded))
+    features += [cjk[i : i + 2] for i in range(len(cjk) - 1)] or list(cjk)
+    for f in features:
+        h = int.from_bytes(hashlib.blake2b(f.encode(), digest_size=8).digest(), "big")
+        vec[h % dim] += 1.0 if (h >> 32) & 1 else -1.0
+    norm = math.sqrt(sum(x * x for x in vec)) or 1.0
+    return [x / norm for x in vec] if any(vec) else [1.0] + [0.0] * (dim - 1)
 
 
 def _last(body: dict[str, Any], role: str) -> str | None:
