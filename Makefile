@@ -1,11 +1,12 @@
 # Everything a newcomer needs: `make chat` (set up and run the bot), `make test` (set up and run the tests).
+# `make run` serves QQ through a OneBot v11 implementation (README: "QQ through OneBot v11").
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 STUDIO_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
 
-.PHONY: setup chat demo test lint bench studio clean
+.PHONY: setup chat run demo test lint bench studio clean
 
 setup: $(STAMP)
 
@@ -17,6 +18,9 @@ $(STAMP): pyproject.toml
 
 chat: $(STAMP)
 	$(VENV)/bin/ania chat $(ARGS)
+
+run: $(STAMP)
+	$(VENV)/bin/ania serve $(ARGS)
 
 # Chat with the offline scripted model (it echoes): no API key needed.
 demo: $(STAMP)

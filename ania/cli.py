@@ -1,4 +1,4 @@
-"""The `ania` command: `ania chat`, `ania sessions list|show`, `ania fake-llm`."""
+"""The `ania` command: `ania chat`, `ania serve`, `ania sessions list|show`, `ania fake-llm`."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--user", default=None,
                       help="act as this user id with that user's real rights (an admin only when listed in "
                            "bot.admins); default: the local user 'local', who is always an admin")
+    sub.add_parser("serve", help="run the chat bot on a OneBot v11 implementation (NapCat, Lagrange, LLOneBot): "
+                                 "forward WebSocket onebot.ws_url or reverse onebot.listen")
     sessions = sub.add_parser("sessions", help="stored sessions")
     ssub = sessions.add_subparsers(dest="action", required=True)
     ssub.add_parser("list", help="list stored sessions")
@@ -55,7 +57,7 @@ async def _run(args: argparse.Namespace) -> int:
 
     paths = Paths.from_env()
     settings = load_settings(paths.config_dir)
-    if args.cmd == "chat":
+    if args.cmd in ("chat", "serve"):
         require_llm(settings)
         protect_process()
     local_admins: tuple[str, ...] = ()
@@ -68,6 +70,10 @@ async def _run(args: argparse.Namespace) -> int:
             from ania.platforms.terminal import run_terminal
 
             await run_terminal(engine, args.session, args.user)
+        elif args.cmd == "serve":
+            from ania.platforms.onebot import run_serve
+
+            await run_serve(engine)
         elif args.action == "list":
             from langgraph.checkpoint.base import BaseCheckpointSaver
 

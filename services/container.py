@@ -9,7 +9,8 @@ from services.admins import Admins
 from services.approvals import Approvals
 from services.config import Paths, Settings
 from services.hooks.types import HookRunner
-from services.llm import ModelFactory
+from services.images import ImageShelf
+from services.llm import ModelFactory, VisionDescriber
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
 from services.plan_mode import PlanMode
@@ -34,3 +35,6 @@ class Services:
     approvals: Approvals
     plan_mode: PlanMode
     todos: TodoStore
+    #: Images for a model without vision are described by this one (vision.*); images a session saw, by ref.
+    vision: VisionDescriber
+    images: ImageShelf

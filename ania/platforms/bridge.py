@@ -1,7 +1,8 @@
 """Callback bridges (T7): how tools and the runtime reach a chat.
 
-`ChatBridge` is the main session's bridge over a platform's send function. Subagent and clock runs
-use a bridge that drops intermediate text (a later issue).
+`ChatBridge` is the main session's bridge over a platform's send function (the terminal; tests). OneBot
+has its own (`ania/platforms/onebot/bridge.py`). Subagent and clock runs use a bridge that drops
+intermediate text (a later issue).
 """
 
 from __future__ import annotations
@@ -11,19 +12,58 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from services.images import MAX_IMAGE_BYTES, sniff_mime
+
 log = logging.getLogger(__name__)
 
 Send = Callable[[str], Awaitable[None]]
+MAX_QUEUED_IMAGES = 8
 
 
-class ChatBridge:
+def read_image(path: str) -> tuple[str | None, str]:
+    """(base64, "") for an image file, or (None, why not). The caller has checked the path is allowed."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_IMAGE_BYTES:
+            return None, f"Error: {p.name} is larger than {MAX_IMAGE_BYTES // (1024 * 1024)} MB."
+        data = p.read_bytes()
+    except OSError as e:
+        return None, f"Error: cannot read {p.name}: {e.strerror or type(e).__name__}."
+    if sniff_mime(data) is None:
+        return None, f"Error: {p.name} is not a PNG, JPEG, GIF, WebP or BMP image."
+    return base64.b64encode(data).decode(), ""
+
+
+class ImageQueue:
+    """The images loaded for the model's next request (T7 `take_loaded_images`), at most eight."""
+
+    def __init__(self) -> None:
+        self._images: list[str] = []
+
+    def queue_images(self, images: list[str]) -> None:
+        self._images = (self._images + list(images))[-MAX_QUEUED_IMAGES:]
+
+    def take_loaded_images(self) -> list[str]:
+        images, self._images = self._images, []
+        return images
+
+    async def load_local_image(self, path: str) -> str:
+        b64, problem = read_image(path)
+        if b64 is None:
+            return problem
+        self.queue_images([b64])
+        return f"Loaded the image {Path(path).name}."
+
+
+class ChatBridge(ImageQueue):
     """Sends text to one chat; images and files are saved under `outbox` and announced by path."""
 
     def __init__(self, send: Send, outbox: Path, history: list[str] | None = None) -> None:
+        super().__init__()
         self._send = send
         self._outbox = outbox
         self._history = history if history is not None else []
-        self._images: list[str] = []
 
     async def send_text(self, text: str) -> str:
         self._history.append(text)
@@ -56,9 +96,6 @@ class ChatBridge:
     async def load_images(self) -> str:
         return "No images in this chat."
 
-    def take_loaded_images(self) -> list[str]:
-        images, self._images = self._images, []
-        return images
-
-    async def load_local_image(self, path: str) -> str:
-        return "Error: local images are not enabled."
+    async def request_approval(self, prompt: str) -> bool:
+        await self.send_text(prompt)
+        return True
