@@ -74,7 +74,8 @@ async def test_private_chat_always_answered_in_both_message_formats(bot):
         await b.fake.wait_for(lambda b=b: b.fake.sent)
         assert b.fake.sent[0]["action"] == "send_private_msg" and b.fake.sent[0]["user_id"] == 42
         assert b.fake.sent[0]["message"][0]["type"] == "text"  # no quote in a private chat
-        seen += b.user_texts()
+        seen.append(b.user_texts()[-1])
+        await b.close()
     assert seen == ["hi [there] & more, [face 14]"] * 2
 
 
