@@ -41,9 +41,8 @@ class Bot:
         return out
 
 
-async def start_bot(tmp_path: Path, model: ScriptedOpenAI, *, mode: str = "forward", fake: FakeOneBot | None = None,
-                    wait: bool = True, approval_timeout_sec: float | None = None, **sections: dict[str, Any]) -> Bot:
-    fake = fake or FakeOneBot(self_id=BOT)
+async def make_engine(tmp_path: Path, model: ScriptedOpenAI, fake: FakeOneBot, *, mode: str = "forward",
+                      approval_timeout_sec: float | None = None, **sections: dict[str, Any]) -> Engine:
     onebot = dict(sections.pop("onebot", {}))
     if mode == "forward":
         if fake._server is None:
@@ -55,12 +54,18 @@ async def start_bot(tmp_path: Path, model: ScriptedOpenAI, *, mode: str = "forwa
     bot = {"admins": [ADMIN], **sections.pop("bot", {})}
     settings = make_settings(model, onebot=onebot, bot=bot, **sections)
     (tmp_path / "config").mkdir(exist_ok=True)
-    engine = await Engine.start(tmp_path / "config", tmp_path / "data", settings=settings, hooks=NoHooks(),
-                                approval_timeout_sec=approval_timeout_sec)
+    return await Engine.start(tmp_path / "config", tmp_path / "data", settings=settings, hooks=NoHooks(),
+                              approval_timeout_sec=approval_timeout_sec)
+
+
+async def start_bot(tmp_path: Path, model: ScriptedOpenAI, *, mode: str = "forward", fake: FakeOneBot | None = None,
+                    wait: bool = True, **kw: Any) -> Bot:
+    fake = fake or FakeOneBot(self_id=BOT)
+    engine = await make_engine(tmp_path, model, fake, mode=mode, **kw)
     adapter = OneBotAdapter(engine)
     await adapter.start()
     if mode == "reverse":
-        fake.dial(f"ws://127.0.0.1:{adapter.port}{settings.onebot.path}")
+        fake.dial(f"ws://127.0.0.1:{adapter.port}{engine.services.settings.onebot.path}")
     if wait:
         await fake.wait_for(lambda: fake.connected.is_set() and adapter.conn.connected and adapter.self_id)
     return Bot(engine, adapter, fake, model)

@@ -94,7 +94,7 @@ class OneBotAdapter:
         self._accepting = False
         grace = self.settings.shutdown_grace_sec if grace is None else grace
         try:
-            await asyncio.wait_for(self.entry.drain(), grace)
+            await asyncio.wait_for(asyncio.shield(self.entry.drain()), grace)  # a timeout must not cancel the turns
         except TimeoutError:
             for key in list(self._live):
                 stopped, _ = await self.entry.stop(key)

@@ -69,7 +69,7 @@ class Link:
             await self.ws.send(json.dumps({"action": action, "params": params, "echo": echo}, ensure_ascii=False))
             return await asyncio.wait_for(future, timeout)
         except TimeoutError:
-            raise OneBotError(f"{action}: no answer within {timeout:g} s") from None
+            raise OneBotError(f"{action}: no answer within {timeout:.1f} s") from None
         except ConnectionClosed:
             raise OneBotError(f"{action}: the connection closed") from None
         finally:
@@ -180,7 +180,7 @@ class Connection:
             raise OneBotError(f"{action}: not connected to the OneBot implementation")
         link = self._link
         assert link is not None
-        frame = await link.call(action, params or {}, max(0.1, deadline - loop.time()))
+        frame = await link.call(action, params or {}, max(0.1, round(deadline - loop.time(), 1)))
         return _result(action, frame)
 
     async def serve_link(self, link: Link) -> None:

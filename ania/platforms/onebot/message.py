@@ -181,8 +181,9 @@ def _pieces(body: str, limit: int) -> list[str]:
                 if line_buf:
                     out.append(line_buf)
                     line_buf = ""
-                out.append(line[:limit])
-                line = line[limit:]
+                cut = line.rfind(" ", limit // 2, limit + 1)
+                out.append(line[:cut] if cut > 0 else line[:limit])
+                line = line[cut + 1:] if cut > 0 else line[limit:]
             candidate = f"{line_buf}\n{line}" if line_buf else line
             if len(candidate) <= limit:
                 line_buf = candidate
