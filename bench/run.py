@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 
 BENCHES = ("bench.bench_loop", "bench.bench_gate")
-OPTIONAL = ("bench.bench_mcp",)
+OPTIONAL = ("bench.bench_mcp", "bench.bench_onebot")
 
 
 def _modules() -> list[str]:

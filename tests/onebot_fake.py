@@ -74,6 +74,8 @@ class FakeOneBot:
         self.heartbeat_ms = heartbeat_ms
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.sent: list[dict[str, Any]] = []  # send_*_msg params, in order
+        self.sent_at: list[float] = []  # time.monotonic() of each, for the benchmark
+        self.sent_to: dict[str, asyncio.Event] = {}  # session key → set on each message sent there
         self.uploads: list[dict[str, Any]] = []
         self.files: dict[str, str] = {}  # file_id → URL
         self.messages: dict[int, dict[str, Any]] = {}
@@ -188,6 +190,9 @@ class FakeOneBot:
             return {"user_id": self.self_id, "nickname": "Ania"}
         if action in ("send_group_msg", "send_private_msg"):
             self.sent.append({"action": action, **p})
+            self.sent_at.append(time.monotonic())
+            key = f"g:{p.get('group_id')}" if action == "send_group_msg" else f"f:{p.get('user_id')}"
+            self.sent_to.setdefault(key, asyncio.Event()).set()
             kind = "group" if action == "send_group_msg" else "private"
             mid = self._store(kind, self.self_id, "Ania", p["message"], p.get("group_id"), p.get("user_id"))
             return {"message_id": mid}
