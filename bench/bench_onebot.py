@@ -76,7 +76,7 @@ async def run(mode: str, groups: int, messages: int, latency: float, base_url: s
     fake = FakeOneBot(self_id=BOT)
     marker = "" if mode == "plain" else " [tool]"
     with tempfile.TemporaryDirectory() as tmp:
-        engine = await make_engine(Path(tmp), Endpoint(base_url), fake, llm={"timeout_sec": 60},  # type: ignore[arg-type]
+        engine = await make_engine(Path(tmp), Endpoint(base_url), fake, llm={"timeout_sec": 60},
                                    bot={"msg_event_timeout_sec": 600}, onebot={"api_timeout_sec": 30})
         adapter = OneBotAdapter(engine)
         await adapter.start()

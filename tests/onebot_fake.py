@@ -255,6 +255,11 @@ class FakeOneBot:
         })
         return mid
 
+    def silence(self) -> None:
+        """Stop the heartbeats but keep the connection open (a hung implementation)."""
+        if self._beat is not None:
+            self._beat.cancel()
+
     async def push_raw(self, raw: str) -> None:
         assert self.ws is not None
         await self.ws.send(raw)

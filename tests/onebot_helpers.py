@@ -41,8 +41,9 @@ class Bot:
         return out
 
 
-async def make_engine(tmp_path: Path, model: ScriptedOpenAI, fake: FakeOneBot, *, mode: str = "forward",
+async def make_engine(tmp_path: Path, model: Any, fake: FakeOneBot, *, mode: str = "forward",
                       approval_timeout_sec: float | None = None, **sections: dict[str, Any]) -> Engine:
+    """An engine whose model is `model.base_url` (the scripted server) and whose OneBot link is `fake`."""
     onebot = dict(sections.pop("onebot", {}))
     if mode == "forward":
         if fake._server is None:

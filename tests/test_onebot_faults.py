@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ania.fakes.openai_server import Reply
+from ania.fakes.openai_server import Calls, Reply
 from ania.platforms.onebot.adapter import SHUTTING_DOWN
 from ania.platforms.onebot.serve import run_serve
 from checkpoints.sessions import session_messages
@@ -225,3 +225,24 @@ async def test_shutdown_stops_a_turn_that_outlives_the_grace_and_tells_its_chat(
         stop.set()
         await fake.close()
         await engine.close()
+
+
+async def test_a_silent_link_is_closed_after_missed_heartbeats_and_redialled(bot):
+    b = await bot(fake=FakeOneBot(self_id=BOT, heartbeat_ms=200))
+    await asyncio.sleep(0.5)  # a few heartbeats arm the watchdog
+    b.fake.silence()
+    await b.fake.wait_for(lambda: b.fake.connections == 2, timeout=30)  # closed by Ania after 5 s, redialled
+    await b.fake.private_message(42, "back?")
+    await b.fake.wait_for(lambda: b.fake.sent)
+    assert b.fake.texts() == ["echo: back?"]
+
+
+async def test_config_change_prompt_reaches_an_admins_private_chat_through_onebot(bot, scripted_llm):
+    b = await bot(mcp_tool={"enable": True}, bot={"admins": ["900", "901"]})
+    scripted_llm.script([Calls([("mcp_remove", {"name": "x"})]), Reply("asked")])
+    await b.fake.group_message(555, 42, [at(BOT), text(" remove server x")])
+    await b.fake.wait_for(lambda: b.fake.texts("f:900"))
+    assert b.fake.texts("f:900")[0].startswith('Tool "mcp_remove" wants to run with')
+    assert b.fake.texts("g:555") == []  # the group does not see the prompt
+    await b.fake.private_message(900, "deny")
+    await b.fake.wait_for(lambda: "asked" in b.fake.texts("g:555"))
