@@ -204,3 +204,15 @@ async def test_history_and_private_file_url_reach_the_implementation(bot, script
     assert b.user_texts()[-1] == "here[file a.zip, file_id f-7]"
     tool = [m for m in scripted_llm.requests[-1].messages if m["role"] == "tool"][-1]["content"]
     assert tool == "http://127.0.0.1/files/f-7"
+
+
+async def test_meme_goes_out_as_a_base64_image_segment(bot, scripted_llm, web):
+    web.routes["/m.png"] = Route(PNG_1X1, content_type="image/png")
+    web.routes["/api"] = Route(b'{"data": [{"images": {"fixed_width": {"url": "%s"}}}]}' % web.url("/m.png").encode(),
+                               content_type="application/json")
+    b = await bot(meme={"url": web.url("/api?q=${msg}&key=${key}"), "key": "k"})
+    scripted_llm.script([Calls([("meme", {"msg": "cat"})]), Reply("meow")])
+    await b.fake.group_message(555, 42, [at(BOT), text(" a cat meme please")])
+    await b.fake.wait_for(lambda: "meow" in b.fake.texts())
+    images = [s for sent in b.fake.sent for s in sent["message"] if s["type"] == "image"]
+    assert images == [{"type": "image", "data": {"file": "base64://" + base64.b64encode(PNG_1X1).decode()}}]
