@@ -79,6 +79,9 @@ class OneBotAdapter:
                 self._detach()
                 raise ConfigError(f"onebot.listen {s.listen!r}: {e}") from None
             log.warning("OneBot: listening on ws://%s:%d%s", host, port, "/" + s.path.strip("/"))
+            if not s.access_token and host not in ("127.0.0.1", "::1", "localhost"):
+                log.warning("OneBot: listening on %s without onebot.access_token: anyone who reaches this port "
+                            "can act as the QQ implementation; set a token", host)
         if s.ws_url:
             self._dialer = asyncio.create_task(dial_forever(self.conn, s.ws_url, s.access_token,
                                                             s.reconnect_max_sec, self._login))
