@@ -179,7 +179,8 @@ class Connection:
         if not await self.wait_connected(budget):
             raise OneBotError(f"{action}: not connected to the OneBot implementation")
         link = self._link
-        assert link is not None
+        if link is None:  # dropped between the wake-up and now
+            raise OneBotError(f"{action}: the connection closed")
         frame = await link.call(action, params or {}, max(0.1, round(deadline - loop.time(), 1)))
         return _result(action, frame)
 
