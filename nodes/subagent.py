@@ -52,6 +52,9 @@ MAX_ROUNDS = "I stopped after {n} rounds of tool calls (my limit) before finishi
 UNFINISHED = "It had not finished. What it had so far:\n{progress}"
 NOTHING_YET = "It had not finished and had nothing to show yet."
 FAILED = "It failed ({detail}); the error is in the log."
+STOPPED = "It was stopped (/stop) before it finished."
+#: How long a SubagentStop hook may take once /stop has cut the run.
+STOP_HOOK_SEC = 10.0
 #: One tool result shown in an unfinished run's progress is cut to this many runes.
 PROGRESS_RESULT = 500
 #: Steps are stored when the run exits (answer, interrupt, error, timeout, cancellation), not after each one:
@@ -131,6 +134,9 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
         status = STATUS.get(str(out.get("status", "ok")), "failed")
     except TimeoutError:
         status = "timeout"
+    except asyncio.CancelledError:  # /stop: the parent's turn is cancelled; SubagentStop still fires
+        await _stopped(ctx)
+        raise
     except Exception:  # a bug in a step: the parent reads it as a result, its siblings go on
         log.exception("%s on %s failed", request.label, thread)
         status, crashed = "failed", True
@@ -150,6 +156,15 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
     log.info("%s on %s: %s in %.1f s", request.label, thread, status, duration)
     return SubagentResult(text=text, status=status, duration_sec=duration, budget_sec=request.budget_sec,
                           thread_id=thread, usage=usage)
+
+
+async def _stopped(ctx: RunContext) -> None:
+    """SubagentStop for a run cut by /stop, bounded so a slow hook cannot hold the stop up."""
+    try:
+        async with asyncio.timeout(STOP_HOOK_SEC):
+            await ctx.services.hooks.run(hook_event(ctx, "SubagentStop", tool_result=STOPPED))
+    except Exception as e:  # a failing hook must not turn a stop into an error
+        log.warning("SubagentStop hook after /stop failed on %s: %s", ctx.session_key, e)
 
 
 async def stored_values(graph: CompiledStateGraph[Any, Any, Any, Any], thread: str) -> dict[str, Any]:

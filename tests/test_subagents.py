@@ -224,8 +224,9 @@ async def test_only_an_admin_approves_a_subagent_call_and_silence_denies(scripte
     assert [(o["actor"], o["detail"]["decision"]) for o in ops] == [("admin", "allow"), ("", "deny")]
 
 
-async def test_stop_cancels_the_subagent_through_the_parent(scripted_llm, make_chat):
-    chat = await make_chat(make_settings(scripted_llm))
+async def test_stop_cancels_the_subagent_through_the_parent(scripted_llm, make_chat, tmp_path):
+    rec = Recorder()
+    chat = await make_chat(make_settings(scripted_llm), hooks=HookManager(tmp_path / "config", [rec]))
     sleepy = Sleepy(seconds=30)
     chat.engine.services.shared_tools.add([sleepy])
     scripted_llm.respond_with(Router()
@@ -236,6 +237,7 @@ async def test_stop_cancels_the_subagent_through_the_parent(scripted_llm, make_c
     await wait_for(lambda: sleepy.started == ["z"])
     assert await chat.say("f:u1", "u1", "/stop") == ["Stopped 1 running or queued message(s)."]
     assert task.cancelled() and sleepy.cancelled == ["z"]
+    assert ("SubagentStop", "subagent", None) in rec.events  # H3: the cut run still ends with its hook
     assert await chat.say("f:u1", "u1", "next") == ["here again"]
     [settled] = tool_results(scripted_llm.requests[-1], last_turn=False)
     assert settled.startswith('No result: "subagent_run" had started')
