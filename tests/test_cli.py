@@ -121,7 +121,7 @@ def test_fake_llm_serves_a_script_of_replies_and_tool_calls(tmp_path):
         assert echo["content"] == "echo: what time?"
     finally:
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=90)
     assert proc.returncode == 130 and err == "ania: interrupted\n"
 
 

@@ -74,7 +74,7 @@ class Pty:
     def send(self, text: str) -> None:
         os.write(self.master, text.encode())
 
-    def wait(self, timeout: float = 30) -> int:
+    def wait(self, timeout: float = 90) -> int:
         rc = self.proc.wait(timeout)
         while self._read(0.3):
             pass
