@@ -42,7 +42,7 @@ async def run(args: argparse.Namespace) -> int:
             _say(hits_text(hits, f"{plural(len(hits), 'passage')}, best first:", SEARCH_ENTRY) if hits else "No match.")
         else:
             info = await knowledge.delete_document(args.doc_id, None, None)
-            _say(f'Deleted {info.id} "{info.title}" from {info.scope} ({info.chunks} passages).')
+            _say(f'Deleted {info.id} "{info.title}" from {info.scope} ({plural(info.chunks, "passage")}).')
         return 0
     except ToolError as e:
         _say(f"ania: {e}", err=True)

@@ -164,7 +164,7 @@ class KbDeleteTool(Tool[KbDeleteParams]):
         own = {ctx.session_key}
         writable = own | {GLOBAL} if ctx.is_admin() else own
         info = await ctx.services.knowledge.delete_document(args.doc_id.strip(), own | {GLOBAL}, writable)
-        return f'Deleted "{info.title}" ({info.id}, {info.chunks} passages) from {scope_label(info.scope)}.'
+        return f'Deleted "{info.title}" ({info.id}, {plural(info.chunks, "passage")}) from {scope_label(info.scope)}.'
 
 
 def knowledge_tools() -> list[Tool]:
