@@ -10,9 +10,11 @@ from collections.abc import Iterable, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
+from ania.clock import ClockRunner
 from ania.subagents import SubagentRunner
 from services.admins import Admins
 from services.approvals import Approvals
+from services.clock import ClockService
 from services.config import Paths, Settings
 from services.container import Services
 from services.hooks import HookManager, HookRunner
@@ -27,6 +29,7 @@ from services.teams import TeamStore
 from services.todos import TodoStore
 from tools.base import Tool
 from tools.bash import bash_tools
+from tools.clock import clock_tools
 from tools.mcp import RemoteTool, engine_tools
 from tools.registry import SharedExecutor
 from tools.subagent import SubagentRunTool
@@ -37,7 +40,7 @@ from tools.todo import TodoWriteTool
 
 def builtin_tools(settings: Settings, paths: Paths) -> list[Tool]:
     """The always-on built-ins and the ones behind config (T5)."""
-    return [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(),
+    return [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(), *clock_tools(),
             *bash_tools(settings, paths.data_dir, paths.config_dir)]
 
 
@@ -64,11 +67,13 @@ async def build_services(
     stack.push_async_callback(llm.aclose)
     admins = Admins(settings, local_admins)
     outboxes = Outboxes()
+    subagents = Subagents()
     return Services(
         settings=settings, paths=paths, admins=admins, store=store, shared_tools=shared, sessions=sessions,
         llm=llm, hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
         outboxes=outboxes, approvals=Approvals(settings, admins, outboxes.send, timeout_sec=approval_timeout_sec),
-        plan_mode=PlanMode(store), todos=TodoStore(store), teams=TeamStore(store), subagents=Subagents(),
+        plan_mode=PlanMode(store), todos=TodoStore(store), teams=TeamStore(store), subagents=subagents,
+        clock=ClockService(store, settings, outboxes, subagents),
     )
 
 
@@ -79,3 +84,10 @@ def bind_subagents(services: Services, checkpointer: Any, stack: AsyncExitStack)
     runner = SubagentRunner(checkpointer, lambda: settings.agent.context_tokens)
     services.subagents.bind(runner)
     stack.push_async_callback(runner.aclose)
+
+
+def bind_clock(services: Services, checkpointer: Any, stack: AsyncExitStack) -> None:
+    """Attach the clock graph to `services.clock` (C3); each run is checkpointed on `checkpointer`. Closing
+    `stack` stops the clock first (registered last), while the model and the checkpointer are still open."""
+    services.clock.bind(ClockRunner(services, checkpointer, lambda: services.settings.agent.context_tokens))
+    stack.push_async_callback(services.clock.stop)

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from ania.compose import bind_subagents, build_services
+from ania.compose import bind_clock, bind_subagents, build_services
 from ania.recovery import settle
 from checkpoints.factory import open_checkpointer, thread_config
 from graphs.agent import build_agent_graph
@@ -76,6 +76,7 @@ class Engine:
             saver = await stack.enter_async_context(open_checkpointer(paths.data_dir))
             graph = build_agent_graph(lambda: settings.agent.context_tokens, checkpointer=saver)
             bind_subagents(services, saver, stack)
+            bind_clock(services, saver, stack)
         except BaseException:
             await stack.aclose()
             raise

@@ -2,7 +2,7 @@
 
 1. An approval reply is taken first (an approval wait holds the session's turn, and replies are
    usually not addressed to the bot).
-2. Slash commands (`/stop`, `/plan on|off`).
+2. Slash commands (`/stop`, `/plan on|off`, `/clock`: ania/clock/command.py).
 3. Otherwise the message joins its session's queue: one turn at a time per session, sessions in
    parallel.
 
@@ -16,6 +16,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from ania.clock import clock_command
 from ania.engine import Engine, TurnResult
 from services.context import CallbackBridge
 from services.locks import KeyedLocks
@@ -78,6 +79,8 @@ class MessageEntry:
             if arg.strip() in ("on", "off"):
                 plan.set(session_key, arg.strip() == "on")
             return f"Plan mode is {'on' if plan.is_on(session_key) else 'off'}."
+        if name == "/clock":
+            return await clock_command(self.engine.services, session_key, user_id, arg)
         return None
 
     async def stop(self, session_key: str, user_id: str | None = None) -> tuple[int, int]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from services.admins import Admins
 from services.approvals import Approvals
+from services.clock import ClockService
 from services.config import Paths, Settings
 from services.hooks.types import HookRunner
 from services.llm import ModelFactory
@@ -39,3 +40,6 @@ class Services:
     #: Saved teams, and the seam to the subagent and team runner (bound once the graphs are built).
     teams: TeamStore
     subagents: Subagents
+    #: Scheduled tasks (C1-C7); it fires only once `start()` is called (ania chat), its runs go through the
+    #: runner bound with the checkpointer (ania/compose.py `bind_clock`).
+    clock: ClockService

@@ -142,7 +142,7 @@ def test_studio_graph_is_served(studio: Studio) -> None:
     assert [a["graph_id"] for a in r.json()] == ["agent"]
     r = studio.http.post("/assistants/search", json={"limit": 20})
     r.raise_for_status()
-    assert sorted(a["graph_id"] for a in r.json()) == ["agent", "gate", "subagent", "team"]
+    assert sorted(a["graph_id"] for a in r.json()) == ["agent", "clock", "gate", "subagent", "team"]
 
 
 def test_subagent_graph_runs_a_task(studio: Studio, llm: ScriptedOpenAI) -> None:

@@ -2,7 +2,8 @@
 
 `ChatBridge` is the main session's bridge over a platform's send function. `SubagentBridge` is a
 subagent's or team member's (A1): it drops intermediate text (logged only), and sends a tool's images
-and files, and reads history, through the parent's bridge. Clock runs will use it too.
+and files, and reads history, through the parent's bridge. `ClockBridge` is a clock run's (C5): it drops
+intermediate text too, and sends images and files to the task's target chat through the outboxes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from services.context import CallbackBridge
 log = logging.getLogger(__name__)
 
 Send = Callable[[str], Awaitable[None]]
+#: Sends a text to a session's chat (services/outboxes.py `Outboxes.send`).
+SendTo = Callable[[str, str], Awaitable[bool]]
 
 
 class ChatBridge:
@@ -103,3 +106,19 @@ class SubagentBridge:
 
     async def load_local_image(self, path: str) -> str:
         return DEFERRED_IMAGES
+
+
+class ClockBridge(ChatBridge):
+    """A clock run's bridge (C5): only the run's final reply is its message (the graph's deliver step sends it);
+    images and files that tools send explicitly go to the target chat at once, saved under `outbox`."""
+
+    def __init__(self, send_to: SendTo, target: str, outbox: Path, label: str) -> None:
+        async def send(text: str) -> None:
+            await send_to(target, text)
+
+        super().__init__(send, outbox)
+        self._label = label
+
+    async def send_text(self, text: str) -> str:
+        log.info("[%s] intermediate text (not sent): %s", self._label, text[:500])
+        return "not sent: a scheduled task's text reaches the chat only as its final reply"

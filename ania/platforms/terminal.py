@@ -1,5 +1,6 @@
 """The terminal platform: `ania chat`. Each input line is a message from the local user.
 
+Texts for the session that arrive between turns (a scheduled task's reply, C5) are printed as they arrive.
 At a TTY lines are read freely (so `/stop` works mid-turn). With piped stdin the next line is read
 once the current turn has finished or is waiting for an approval, so a script like
 `printf 'run ls\nallow\n' | ania chat` answers the approval the way a person would.
@@ -38,6 +39,7 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
         return True
 
     detach = engine.services.outboxes.attach("terminal", outbox)
+    await engine.services.clock.start()  # scheduled tasks fire while the chat waits for input; replies print here
     bridge = ChatBridge(send, engine.services.paths.data_dir / "outbox" / session_key)
     entry = MessageEntry(engine, lambda _key: bridge)
     reader = await _stdin_lines()
