@@ -131,6 +131,10 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
         status = STATUS.get(str(out.get("status", "ok")), "failed")
     except TimeoutError:
         status = "timeout"
+    except asyncio.CancelledError:  # /stop, or a clock run's drain giving up on it: what it spent still counts
+        if parent.usage is not None:
+            parent.usage.add((await stored_values(graph, thread)).get("turn_usage"))
+        raise
     except Exception:  # a bug in a step: the parent reads it as a result, its siblings go on
         log.exception("%s on %s failed", request.label, thread)
         status, crashed = "failed", True

@@ -1,11 +1,12 @@
 """Async subagents inside a clock run (C7): subagent_run starts one in the background, subagent_list and
 subagent_cancel manage them.
 
-A clock run's executor gets these instead of the blocking subagent_run (ania/clock/runner.py builds them
-for each run, bound to its `BackgroundSubagents`). The budget is decided as for a blocking subagent,
-against the run's own deadline less `subagent.parent_reserve_sec`, the time the drain keeps for the
-synthesis. Results never come back through these tools: the drain hands them to the agent when it stops
-calling tools (nodes/clock.py).
+A clock run's executor gets these instead of the blocking subagent_run (nodes/clock.py `clock_executor`
+builds them for each run, bound to its `BackgroundSubagents`). The budget is decided as for a blocking
+subagent, against the run's own deadline less `subagent.parent_reserve_sec` (the time the drain keeps for
+the synthesis) and a small margin, so that it times out on its own before the drain stops waiting.
+Results never come back through these tools: the drain hands them to the agent when it stops calling
+tools (nodes/clock.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from services.clock import BackgroundSubagents
+from services.clock.background import OWN_TIMEOUT_MARGIN_SEC
 from services.errors import ToolError
 from services.subagents import SubagentRequest, budget, clamp_note
 from tools.base import NoParams, Tool
@@ -58,7 +60,9 @@ class AsyncSubagentRunTool(Tool[SubagentRunParams]):
             raise ToolError(NESTED)
         task = checked_task(args.task)
         settings = ctx.services.settings.subagent
-        seconds = budget(args.timeout_sec, settings, ctx.remaining())
+        remaining = ctx.remaining()
+        left = None if remaining is None else remaining - OWN_TIMEOUT_MARGIN_SEC
+        seconds = budget(args.timeout_sec, settings, left)
         job = self._background.start(ctx, SubagentRequest(task=task, budget_sec=seconds))
         return clamp_note(args.timeout_sec, settings) + STARTED.format(id=job.id, budget=round(seconds, 1))
 

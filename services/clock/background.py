@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 
 #: Background subagents one clock run may have running at once.
 MAX_RUNNING = 10
+#: A background subagent's budget ends this long before the drain stops waiting, so it times out on its own
+#: (its progress comes back) instead of being cancelled there; the drain cancels only one that overruns.
+OWN_TIMEOUT_MARGIN_SEC = 2.0
 TOO_MANY = "{n} subagents are already running in this run (at most {max}); wait for the results or cancel one"
 UNKNOWN = "no subagent {id} in this run. {listing}"
 NOT_RUNNING = "subagent {id} is not running any more ({status}); its result comes back when you stop calling tools"
