@@ -219,3 +219,34 @@ class Stubborn(Sleepy):
                 if self.cancelled >= 2:
                     raise
         return "finally"
+
+
+async def test_a_run_has_no_requester_so_no_admin_rights_whoever_made_the_task(scripted_llm, make_chat):
+    """A member cannot borrow rights through a task, and a task an admin made does not act as that admin."""
+    chat = await started_clock(make_chat, clock_settings(scripted_llm))
+    scripted_llm.respond_with(Router().on("PROMPT-RIGHTS", Calls([
+        ("clock_list", {"all_sessions": True}),
+        ("team_save", {"name": "t", "purpose": "p", "members": [{"name": "a", "role": "r"}], "scope": "global"})]),
+        Reply("tried")))
+    clock = chat.engine.services.clock
+    clock.create("g:1", "member", "in 1s", "PROMPT-RIGHTS by a member")
+    clock.create("f:admin", "admin", "in 1s", "PROMPT-RIGHTS by an admin")
+    await runs_until(clock, "g:1", finished)
+    await runs_until(clock, "f:admin", finished)
+    seconds = [r for r in requests_of(scripted_llm, "PROMPT-RIGHTS") if tool_results(r)]
+    assert len(seconds) == 2
+    for request in seconds:
+        assert tool_results(request) == ["Error: only an admin can list every chat's tasks",
+                                         "Error: only an admin can save a global team"]
+    assert chat.engine.services.teams.in_scope("global") == []
+
+
+async def test_a_reply_no_platform_takes_is_logged_as_not_delivered(scripted_llm, make_chat):
+    chat = await started_clock(make_chat, clock_settings(scripted_llm))
+    chat.detach()  # no platform owns any chat now
+    scripted_llm.respond_with(lambda body: Reply("into the void"))
+    clock = chat.engine.services.clock
+    clock.create("g:9", "u1", "in 1s", "PROMPT-V")
+    [row] = await runs_until(clock, "g:9", finished)
+    assert (row.reply, row.delivered, row.detail) == ("into the void", False,
+                                                      "not delivered: no platform took the message for g:9")
