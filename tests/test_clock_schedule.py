@@ -175,6 +175,7 @@ def test_nothing_overdue():
     schedule = parse("@every 1m", SHANGHAI, T0)
     assert overdue(schedule, T0, None, T0 + timedelta(seconds=59), 300).run_at is None
     assert overdue(schedule, T0, None, T0 + timedelta(seconds=59), 300).missed == 0
+    assert overdue(schedule, T0, None, T0 + timedelta(seconds=59), 300).upcoming == T0 + timedelta(minutes=1)
 
 
 def test_the_latest_overdue_fire_runs_and_the_earlier_ones_are_missed():
@@ -195,7 +196,7 @@ def test_too_late_is_missed_not_run():
     one_time = parse("2026-05-04T08:30", SHANGHAI, T0)
     assert overdue(one_time, T0, None, T0 + timedelta(minutes=33), 300).run_at == T0 + timedelta(minutes=30)
     gone = overdue(one_time, T0, None, T0 + timedelta(minutes=40), 300)
-    assert gone.run_at is None and gone.missed == 1
+    assert gone.run_at is None and gone.missed == 1 and gone.upcoming is None  # nothing left to schedule
 
 
 def test_counting_stops_at_a_bound():

@@ -26,6 +26,8 @@ class Overdue:
     missed: int = 0
     #: True when counting stopped at MAX_COUNTED.
     at_least: bool = False
+    #: The first fire time after now (None: none, or counting stopped before it).
+    upcoming: datetime | None = None
 
 
 def overdue(schedule: Schedule, since: datetime, last_fire: datetime | None, now: datetime,
@@ -33,9 +35,11 @@ def overdue(schedule: Schedule, since: datetime, last_fire: datetime | None, now
     """The fire times in (last fire or since, now], split into the one to run and the missed ones."""
     due: list[datetime] = []
     first: datetime | None = None
+    upcoming: datetime | None = None
     count, at_least = 0, False
     for t in schedule.fires(since, last_fire):
         if t.timestamp() > now.timestamp():  # not `t > now`: one zone's times compare as wall clocks
+            upcoming = t
             break
         count += 1
         first = first or t
@@ -44,10 +48,10 @@ def overdue(schedule: Schedule, since: datetime, last_fire: datetime | None, now
             at_least = True
             break
     if not count:
-        return Overdue(None)
+        return Overdue(None, upcoming=upcoming)
     latest = due[-1]
     if not at_least and now.timestamp() - latest.timestamp() <= grace_sec:
         if count == 1:
-            return Overdue(latest)
-        return Overdue(latest, first, due[-2], count - 1)
-    return Overdue(None, first, latest, count, at_least)
+            return Overdue(latest, upcoming=upcoming)
+        return Overdue(latest, first, due[-2], count - 1, upcoming=upcoming)
+    return Overdue(None, first, latest, count, at_least, upcoming)

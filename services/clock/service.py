@@ -220,7 +220,7 @@ class ClockService:
                                             late.at_least)
             if late.run_at is not None:
                 catch_up.append((task.id, late.run_at))
-            if self._next(task, schedule) is not None:
+            if late.upcoming is not None or (late.at_least and self._next(task, schedule) is not None):
                 scheduler.put(task.id, schedule.trigger)
             elif late.run_at is None:  # a one-time task whose time passed: nothing left to run
                 self.db.delete(task.id)
