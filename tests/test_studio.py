@@ -154,6 +154,14 @@ def test_subagent_graph_runs_a_task(studio: Studio, llm: ScriptedOpenAI) -> None
     assert "time" in offered and not offered & {"subagent_run", "team_run", "team_save", "todo_write"}
 
 
+def test_clock_graph_runs_a_task_and_keeps_only_its_final_reply(studio: Studio, llm: ScriptedOpenAI) -> None:
+    llm.script([Calls([("time", {})], text="thinking aloud"), Reply("the task's reply")])
+    out = studio.wait(studio.thread(), "clock", input={"messages": [{"role": "user", "content": "what time?"}]})
+    assert out["reply"] == "the task's reply" and out["delivered"] is False  # no platform in Studio: logged
+    offered = set(llm.requests[0].tool_names)
+    assert {"time", "clock_list", "subagent_run"} <= offered and "todo_write" not in offered
+
+
 def test_team_graph_gathers_its_members(studio: Studio, llm: ScriptedOpenAI) -> None:
     team = {"name": "duo", "purpose": "Two views.", "members": [{"name": "a", "role": "ROLE-A"},
                                                                 {"name": "b", "role": "ROLE-B"}]}
