@@ -15,6 +15,7 @@ from ania.subagents import SubagentRunner
 from services.admins import Admins
 from services.approvals import Approvals
 from services.clock import ClockService
+from services.clock.zones import local_zone
 from services.config import Paths, Settings
 from services.container import Services
 from services.hooks import HookManager, HookRunner
@@ -40,7 +41,8 @@ from tools.todo import TodoWriteTool
 
 def builtin_tools(settings: Settings, paths: Paths) -> list[Tool]:
     """The always-on built-ins and the ones behind config (T5)."""
-    return [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(), *clock_tools(),
+    clock_zone = local_zone(settings.clock.timezone).key
+    return [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(), *clock_tools(clock_zone),
             *bash_tools(settings, paths.data_dir, paths.config_dir)]
 
 

@@ -37,7 +37,7 @@ TASK = "<task>\n{prompt}\n</task>"
 RESULTS = ("<subagent_results>\n{results}\n</subagent_results>\n"
            "Your background subagents have finished or were stopped; their answers are above. Write the final "
            "message for the chat from them now (synthesis round {round} of at most {max}).")
-SYNTHESIS_LIMIT = "It used its {max} synthesis rounds without a final answer."
+SYNTHESIS_LIMIT = "it used its {max} synthesis rounds without a final answer"
 #: Not offered to a clock run: the todo list is the chat's own, and subagent_run is the async variant here.
 NOT_FOR_CLOCK = frozenset({"subagent_run", "todo_write"})
 

@@ -250,3 +250,19 @@ async def test_a_reply_no_platform_takes_is_logged_as_not_delivered(scripted_llm
     [row] = await runs_until(clock, "g:9", finished)
     assert (row.reply, row.delivered, row.detail) == ("into the void", False,
                                                       "not delivered: no platform took the message for g:9")
+
+
+async def test_synthesis_stops_after_five_rounds(scripted_llm, make_chat):
+    chat = await started_clock(make_chat, clock_settings(scripted_llm, subagent={"min_budget_sec": 1}))
+    scripted_llm.respond_with(Router()
+        .on("<subagent_results>", Calls([("time", {})]))  # never answers
+        .on("PROMPT-L", Calls([("subagent_run", {"task": "TASK-Q"})]), Reply("wait for it"))
+        .on("TASK-Q", Reply("q")))
+    clock = chat.engine.services.clock
+    clock.create("f:u1", "u1", "in 1s", "PROMPT-L", name="loop", timeout_sec=60)
+    [row] = await runs_until(clock, "f:u1", lambda rs: finished(rs, "error"))
+    after_the_drain = [r for r in scripted_llm.requests if "<subagent_results>" in str(r.messages)]
+    assert len(after_the_drain) == 5  # five synthesis rounds, each calling a tool instead of answering
+    assert row.detail == "it used its 5 synthesis rounds without a final answer"
+    assert chat.out["f:u1"] == ['Scheduled task 1 "loop" failed: it used its 5 synthesis rounds without a final '
+                                "answer. It will not run again."]

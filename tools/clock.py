@@ -92,6 +92,10 @@ class ClockCreateTool(Tool[ClockCreateParams]):
     params = ClockCreateParams
     side_effect = True
 
+    def __init__(self, timezone: str = "") -> None:
+        if timezone:  # fixed for the process: the description stays byte-stable
+            self.description = f"{CLOCK_CREATE_DESCRIPTION} Times without an offset are in {timezone}."
+
     async def execute(self, args: ClockCreateParams, ctx: RunContext) -> str:
         view = ctx.services.clock.create(ctx.session_key, ctx.requester, args.schedule, args.prompt, args.name,
                                          args.run_once, args.timeout_sec)
@@ -151,5 +155,6 @@ class ClockLogTool(Tool[ClockLogParams]):
         return "\n".join(["Task log, newest first:", *(run_line(r, clock.tz) for r in runs)])
 
 
-def clock_tools() -> list[Tool]:
-    return [ClockCreateTool(), ClockDeleteTool(), ClockListTool(), ClockLogTool(), ClockUpdateTool()]
+def clock_tools(timezone: str = "") -> list[Tool]:
+    """The five tools; `timezone` (the clock's) is named in clock_create's description."""
+    return [ClockCreateTool(timezone), ClockDeleteTool(), ClockListTool(), ClockLogTool(), ClockUpdateTool()]
