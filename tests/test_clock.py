@@ -43,8 +43,7 @@ async def test_a_task_made_in_the_chat_fires_delivers_only_its_reply_and_survive
     assert any(line.startswith("[file saved: ") and line.endswith("n.txt]") for line in out)  # files go out
     row = next(r for r in rows if r.status == "success")
     assert (row.task_id, row.task_name, row.reply, row.delivered) == (1, "stretch", "Time to stretch!", True)
-    assert [c.name for c in row.tool_calls] == ["send_note_file", "time"] or [c.name for c in row.tool_calls] == [
-        "time", "send_note_file"]
+    assert [(c.name, c.args) for c in row.tool_calls] == [("time", "{}"), ("send_note_file", '{"name": "n.txt"}')]
     assert row.tool_call_count == 2 and row.thread == f"clock:1:{row.id}"
     assert row.started is not None and row.ended is not None and row.scheduled <= row.started <= row.ended
     first = requests_of(scripted_llm, "PROMPT-R")
