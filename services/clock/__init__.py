@@ -10,7 +10,8 @@ How the modules fit:
 - `misfire`: what happens at start to fire times that passed while the bot was down.
 - `background`: a clock run's async subagents (C7), drained before its synthesis.
 - `texts`: the lines and notices people and the model read.
-- `service`: `ClockService`, management with ownership checks, the fire path and start-up.
+- `book`: the task book: create, update, delete, list, with the checks and ownership every change meets.
+- `service`: `ClockService`, the book plus the scheduler: the fire path and start-up.
 
 A run itself is the clock graph (graphs/clock.py), reached through the runner the runtime binds
 (ania/clock/runner.py), because a service cannot import a graph.

@@ -1,13 +1,10 @@
-"""The clock service (C1-C6): tasks that the model and people create, on the clock's own scheduler.
+"""The clock service (C1-C6): tasks that the model and people create, fired by the clock's own scheduler.
 
-Management (create, update, pause, delete, list, log) checks ownership here, for the tools and `/clock`
-alike: `session` is the caller's chat, and None means an admin acting on any chat. Errors are
-`ToolError`s whose text is shown as it is.
-
-A fire: the scheduler hands over (task id, due time); the service writes the `running` row, runs the
-task through the runner seam (the clock graph, bound by the runtime: ania/clock/runner.py) under the
-task's time budget, writes the outcome, deletes a run-once task, and tells the target when the run
-timed out or failed. A fire that comes later than `clock.misfire_grace_sec`, or while the task's
+Management goes through the task book (services/clock/book.py: checks and ownership); the service adds
+the scheduler. A fire: the scheduler hands over (task id, due time); the service writes the `running`
+row, runs the task through the runner seam (the clock graph, bound by the runtime: ania/clock/runner.py)
+under the task's time budget, writes the outcome, deletes a run-once task, and tells the target when the
+run timed out or failed. A fire that comes later than `clock.misfire_grace_sec`, or while the task's
 previous run is still going, is logged as `missed`. The service never raises into the scheduler.
 
 `start` (only a process that serves chats calls it: `ania chat`, tests) marks rows left `running` as
@@ -27,9 +24,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from services.clock.background import BackgroundSubagents
+from services.clock.book import UNREADABLE, TaskBook, why
 from services.clock.misfire import overdue
 from services.clock.model import ClockRun, ClockRunner, ClockTask, RunOutcome, RunSpec
-from services.clock.schedule import Schedule, parse, parse_for_task, show
+from services.clock.schedule import Schedule, show
 from services.clock.scheduler import Scheduler
 from services.clock.store import ClockStore
 from services.clock.texts import FAILED, INTERRUPTED, TIMED_OUT, TaskView, missed_notice, next_words
@@ -42,17 +40,8 @@ from services.subagents import Subagents
 
 log = logging.getLogger(__name__)
 
-MAX_PROMPT = 4000
-MAX_NAME = 40
 NOT_BOUND = "scheduled tasks are not available in this process (no runner is bound)"
-NOT_HERE = "no task {id} in this chat (clock_list shows this chat's tasks; a chat manages only its own)"
-TOO_MANY = "this chat already has {n} tasks (clock.max_tasks_per_session is {max}); delete one first"
-EMPTY_PROMPT = "the prompt is empty; say what the task should do each time it runs"
-LONG_PROMPT = "the prompt is {n} characters long; at most {max} are accepted"
-BAD_NAME = "the name must be one line of at most {max} characters"
-BROKEN = "task {id} cannot be scheduled ({why}); delete it and create it again"
 BUSY = "task {id} is running now (run {run}); wait for it to finish"
-NOTHING_TO_CHANGE = "nothing to change: give a schedule, prompt, enabled or timeout_sec"
 LATE = "due {late:.0f} s earlier (more than clock.misfire_grace_sec = {grace} s late, e.g. a blocked event loop)"
 OVERLAP = "its previous run {run} was still going"
 RAISED = "an error on the bot's side ({name}); it is in the log"
@@ -78,8 +67,7 @@ class ClockService:
         self._live: dict[int, LiveRun] = {}  # task id → its run in progress
         self._by_run: dict[str, LiveRun] = {}
         self._spawned: set[asyncio.Task[None]] = set()
-        #: Rows that could not be loaded at start: task id → why.
-        self.broken: dict[int, str] = {}
+        self.book = TaskBook(self.db, self.settings, self.tz, self._running_of)
 
     def bind(self, runner: ClockRunner) -> None:
         self._runner = runner
@@ -88,74 +76,43 @@ class ClockService:
     def running(self) -> bool:
         return self._scheduler is not None
 
-    # --- management ----------------------------------------------------------------------------
+    @property
+    def broken(self) -> dict[int, str]:
+        """Rows that could not be loaded at start: task id → why."""
+        return self.book.broken
+
+    # --- management (the book's, plus the scheduler) ------------------------------------------------
     def create(self, session: str, by: str, schedule: str, prompt: str, name: str | None = None,
                run_once: bool = False, timeout_sec: int | None = None) -> TaskView:
-        prompt = _checked_prompt(prompt)
-        count = self.db.count(session)
-        if count >= self.settings.max_tasks_per_session:
-            raise ToolError(TOO_MANY.format(n=count, max=self.settings.max_tasks_per_session))
-        now = datetime.now(self.tz)
-        parsed = parse_for_task(schedule, self.tz, now, self.settings.min_interval_sec)
-        values = {"session": session, "name": _checked_name(name, prompt), "schedule": parsed.text, "prompt": prompt,
-                  "timezone": self.tz.key, "run_once": int(run_once or not parsed.repeats), "enabled": 1,
-                  "timeout_sec": self.clamp_timeout(timeout_sec), "created_by": by, "created_at": now.timestamp(),
-                  "since": now.timestamp(), "last_fire": None}
-        task_id = self.db.add(values)
-        task = self._task(task_id)
+        task = self.book.create(session, by, schedule, prompt, name, run_once, timeout_sec)
         self._register(task)
-        return self.view(task)
+        return self.book.view(task)
 
     def update(self, session: str | None, task_id: int, *, schedule: str | None = None, prompt: str | None = None,
                enabled: bool | None = None, timeout_sec: int | None = None) -> TaskView:
-        task = self._owned(session, task_id)
-        if schedule is None and prompt is None and enabled is None and timeout_sec is None:
-            raise ToolError(NOTHING_TO_CHANGE)
-        changes: dict[str, Any] = {}
-        now = datetime.now(self.tz)
-        if schedule is not None:
-            parsed = parse_for_task(schedule, self._zone(task), now, self.settings.min_interval_sec)
-            changes.update(schedule=parsed.text, since=now.timestamp(), last_fire=None)
-            if not parsed.repeats:
-                changes["run_once"] = 1
-        if prompt is not None:
-            changes["prompt"] = _checked_prompt(prompt)
-        if timeout_sec is not None:
-            changes["timeout_sec"] = self.clamp_timeout(timeout_sec)
-        if enabled is not None and enabled != task.enabled:
-            changes["enabled"] = int(enabled)
-            if enabled and "since" not in changes:  # fire times count again from now: a pause is not made up
-                changes.update(since=now.timestamp(), last_fire=None)
-        if changes:
-            self.db.update(task.id, **changes)
-        task = self._task(task.id)
+        task = self.book.update(session, task_id, schedule=schedule, prompt=prompt, enabled=enabled,
+                                timeout_sec=timeout_sec)
         self._register(task)
-        return self.view(task)
+        return self.book.view(task)
 
     def delete(self, session: str | None, task_id: int) -> TaskView:
-        row = self.db.row(task_id)
-        if row is None or (session is not None and row.get("session") != session):
-            raise ToolError(NOT_HERE.format(id=task_id))
-        view = self._view_of(row)
-        self.db.delete(task_id)
-        self.broken.pop(task_id, None)
+        view = self.book.delete(session, task_id)
         if self._scheduler is not None:
             self._scheduler.remove(task_id)
         return view
 
     def views(self, session: str | None = None) -> list[TaskView]:
-        """This chat's tasks (every chat's for None), by id; broken rows included."""
-        return [self._view_of(row) for row in self.db.rows(session)]
+        return self.book.views(session)
 
     def log(self, session: str | None, task_id: int | None = None, limit: int = 10) -> list[ClockRun]:
-        return self.db.runs(session=session, task_id=task_id, limit=max(1, min(limit, 100)))
+        return self.book.log(session, task_id, limit)
 
     def clamp_timeout(self, seconds: int | None) -> int | None:
-        return None if seconds is None else min(max(int(seconds), 1), self.settings.max_timeout_sec)
+        return self.book.clamp_timeout(seconds)
 
     async def run_now(self, session: str | None, task_id: int, by: str) -> str:
         """Start a run now, outside the schedule (`/clock run`); returns its run id."""
-        task = self._owned(session, task_id)
+        task = self.book.owned(session, task_id)
         if self._runner is None:
             raise ToolError(NOT_BOUND)
         if task.id in self._live:
@@ -168,27 +125,9 @@ class ClockService:
         live = self._by_run.get(run_id)
         return live.background if live is not None else None
 
-    # --- views --------------------------------------------------------------------------------
-    def view(self, task: ClockTask) -> TaskView:
-        schedule = self._schedule(task)
-        live = self._live.get(task.id)
-        return TaskView(task.id, task.session, task, schedule, self._next(task, schedule),
-                        running=live.run_id if live else "")
-
-    def _view_of(self, row: dict[str, Any]) -> TaskView:
-        try:
-            task = ClockTask.from_row(row)
-            return self.view(task)
-        except (ValueError, TypeError, KeyError, OverflowError) as e:
-            why = self.broken.get(int(row["id"])) or _why(e)
-            return TaskView(int(row["id"]), str(row.get("session")), None, None, None, broken=why)
-
-    def _next(self, task: ClockTask, schedule: Schedule) -> datetime | None:
-        if not task.enabled:
-            return None
-        now = datetime.now(self.tz)
-        nxt = schedule.first_after(now)
-        return nxt if nxt is not None and nxt.timestamp() >= now.timestamp() else None
+    def _running_of(self, task_id: int) -> str:
+        live = self._live.get(task_id)
+        return live.run_id if live is not None else ""
 
     # --- the scheduler ----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -200,16 +139,16 @@ class ClockService:
             log.warning("clock run %s of task %d was interrupted by a stop or crash", run.id, run.task_id)
             await self._tell(run.session, INTERRUPTED.format(label=f'task {run.task_id} "{run.task_name}"',
                                                             due=_show(run.scheduled, self.tz),
-                                                            next=next_words(self._maybe_view(run.task_id))))
+                                                            next=next_words(self.book.maybe_view(run.task_id))))
         now = datetime.now(self.tz)
         catch_up: list[tuple[int, datetime]] = []
         for row in self.db.rows():
             try:
                 task = ClockTask.from_row(row)
-                schedule = self._schedule(task)
-            except (ValueError, TypeError, KeyError, OverflowError) as e:
-                self.broken[int(row["id"])] = why = _why(e)
-                log.error("clock task row %s cannot be loaded (%s); the other tasks are loaded", row.get("id"), why)
+                schedule = self.book.schedule(task)
+            except UNREADABLE as e:
+                self.broken[int(row["id"])] = reason = why(e)
+                log.error("clock task row %s cannot be loaded (%s); the other tasks are loaded", row.get("id"), reason)
                 continue
             if not task.enabled:
                 continue
@@ -220,7 +159,7 @@ class ClockService:
                                             late.at_least)
             if late.run_at is not None:
                 catch_up.append((task.id, late.run_at))
-            if late.upcoming is not None or (late.at_least and self._next(task, schedule) is not None):
+            if late.upcoming is not None or (late.at_least and self.book.next_fire(task, schedule) is not None):
                 scheduler.put(task.id, schedule.trigger)
             elif late.run_at is None:  # a one-time task whose time passed: nothing left to run
                 self.db.delete(task.id)
@@ -244,8 +183,8 @@ class ClockService:
     def _register(self, task: ClockTask) -> None:
         if self._scheduler is None:
             return
-        schedule = self._schedule(task)
-        if task.enabled and self._next(task, schedule) is not None:
+        schedule = self.book.schedule(task)
+        if task.enabled and self.book.next_fire(task, schedule) is not None:
             self._scheduler.put(task.id, schedule.trigger)
         else:
             self._scheduler.remove(task.id)
@@ -273,8 +212,8 @@ class ClockService:
                    run_id: str) -> None:
         try:
             task = self.db.get(task_id)
-        except (ValueError, TypeError, KeyError) as e:
-            log.error("clock task %d cannot be read at its fire (%s)", task_id, _why(e))
+        except UNREADABLE as e:
+            log.error("clock task %d cannot be read at its fire (%s)", task_id, why(e))
             return
         if task is None or (not task.enabled and not by):
             return  # deleted or paused since the fire was due
@@ -311,10 +250,10 @@ class ClockService:
         if outcome.status == "timeout":
             key = "its timeout_sec" if task.timeout_sec else "clock.default_timeout_sec"
             await self._tell(task.session, TIMED_OUT.format(label=task.label, sec=f"{budget:g}", key=key,
-                                                            next=next_words(self._maybe_view(task.id))))
+                                                            next=next_words(self.book.maybe_view(task.id))))
         elif outcome.status == "error":
             await self._tell(task.session, FAILED.format(label=task.label, detail=_sentence(outcome.detail),
-                                                         next=next_words(self._maybe_view(task.id))))
+                                                         next=next_words(self.book.maybe_view(task.id))))
 
     def _missed(self, task: ClockTask, due: float, detail: str, fired: bool = True) -> None:
         log.warning("clock %s: a run due at %s was missed: %s", task.label, _show(due, self.tz), detail)
@@ -330,64 +269,13 @@ class ClockService:
         self.db.add_missed([run], last_fire=(last or first).timestamp())
         log.warning("clock %s: %s", task.label, detail)
         await self._tell(task.session, missed_notice(task, n, first, last, self.settings.misfire_grace_sec, at_least,
-                                                     schedule.tz, self._maybe_view(task.id)))
+                                                     schedule.tz, self.book.maybe_view(task.id)))
 
     async def _tell(self, session: str, text: str) -> None:
         try:
             await self._outboxes.send(session, text)
         except Exception:
             log.exception("could not tell %s: %s", session, text[:200])
-
-    # --- helpers ----------------------------------------------------------------------------
-    def _task(self, task_id: int) -> ClockTask:
-        task = self.db.get(task_id)
-        if task is None:
-            raise ToolError(NOT_HERE.format(id=task_id))
-        return task
-
-    def _owned(self, session: str | None, task_id: int) -> ClockTask:
-        row = self.db.row(task_id)
-        if row is None or (session is not None and row.get("session") != session):
-            raise ToolError(NOT_HERE.format(id=task_id))
-        try:
-            task = ClockTask.from_row(row)
-            self._schedule(task)
-        except (ValueError, TypeError, KeyError, OverflowError) as e:
-            raise ToolError(BROKEN.format(id=task_id, why=_why(e))) from None
-        return task
-
-    def _maybe_view(self, task_id: int) -> TaskView | None:
-        try:
-            task = self.db.get(task_id)
-            return self.view(task) if task is not None else None
-        except (ValueError, TypeError, KeyError, OverflowError):
-            return None
-
-    def _zone(self, task: ClockTask) -> ZoneInfo:
-        return local_zone(task.timezone, strict=True)
-
-    def _schedule(self, task: ClockTask) -> Schedule:
-        tz = self._zone(task)
-        return parse(task.schedule, tz, datetime.fromtimestamp(task.since, tz))
-
-
-def _checked_prompt(prompt: str) -> str:
-    prompt = prompt.strip()
-    if not prompt:
-        raise ToolError(EMPTY_PROMPT)
-    if len(prompt) > MAX_PROMPT:
-        raise ToolError(LONG_PROMPT.format(n=len(prompt), max=MAX_PROMPT))
-    return prompt
-
-
-def _checked_name(name: str | None, prompt: str) -> str:
-    if name is None or not name.strip():
-        words = " ".join(prompt.split())
-        return words if len(words) <= 30 else words[:30] + "…"
-    name = name.strip()
-    if len(name) > MAX_NAME or "\n" in name:
-        raise ToolError(BAD_NAME.format(max=MAX_NAME))
-    return name
 
 
 def _new_id() -> str:
@@ -400,10 +288,6 @@ def _at(ts: float | None, schedule: Schedule) -> datetime | None:
 
 def _show(ts: float, tz: ZoneInfo) -> str:
     return show(datetime.fromtimestamp(ts, tz), tz)
-
-
-def _why(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}"[:200]
 
 
 def _sentence(text: str) -> str:
