@@ -11,7 +11,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from services.clock.model import ClockRun, ClockTask
-from services.clock.schedule import Schedule, human_seconds, show
+from services.clock.schedule import Schedule, show
 
 PROMPT_SHOWN = 80
 REPLY_SHOWN = 200
@@ -92,10 +92,6 @@ def missed_notice(task: ClockTask, n: int, first: datetime, last: datetime | Non
     last_text = f" to {show(last, tz)}" if last is not None and n > 1 else ""
     return MISSED.format(label=task.label, n=count, s="" if n == 1 else "s", first=show(first, tz), last=last_text,
                          grace=grace, next=next_words(view))
-
-
-def duration(seconds: float) -> str:
-    return human_seconds(seconds)
 
 
 def _cut(text: str, limit: int) -> str:
