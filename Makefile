@@ -1,4 +1,5 @@
-# Everything a newcomer needs: `make chat` (set up and run the bot), `make test` (set up and run the tests).
+# Everything a newcomer needs: `make demo` (set up and chat with an offline model), `make chat` (set up and
+# run the bot), `make test` (set up and run the tests). Options go through ARGS: make chat ARGS="--session g:team".
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -18,10 +19,10 @@ $(STAMP): pyproject.toml
 chat: $(STAMP)
 	$(VENV)/bin/ania chat $(ARGS)
 
-# Chat with the offline scripted model (it echoes): no API key needed.
+# Chat with the offline scripted model (it echoes; ARGS="--script FILE" scripts it): no API key needed.
+# The model is served inside the same process on a free port, so Ctrl-C leaves nothing running.
 demo: $(STAMP)
-	@$(VENV)/bin/ania fake-llm --port 8765 & pid=$$!; trap "kill $$pid" EXIT; sleep 2; \
-	ANIA_LLM__BASE_URL=http://127.0.0.1:8765/v1 ANIA_LLM__MODEL=scripted-model $(VENV)/bin/ania chat $(ARGS)
+	$(VENV)/bin/ania demo $(ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(ARGS)

@@ -1,110 +1,247 @@
-"""The `ania` command: `ania chat`, `ania sessions list|show`, `ania fake-llm`."""
+"""The `ania` command: `ania chat`, `ania demo`, `ania sessions list|show`, `ania kb ...`, `ania fake-llm`.
+
+Start-up order matters to a person waiting at the terminal: the arguments are parsed with nothing but
+argparse loaded (`ania --help` and `--version` import no project module), then the settings are read
+and checked (pydantic only), and only then are the engine, LangGraph and the model client imported.
+A mistake in the settings is reported in a fraction of a second, as one line. Commands that only read
+stored data (`sessions`) open the checkpointer directly and start nothing else: no MCP server, no
+services.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
+import re
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from services.config import Paths, load_settings
-from services.errors import ConfigError
-from services.processes import protect_process
+if TYPE_CHECKING:
+    from services.config import Paths, Settings
 
 LOCAL_USER = "local"
+SESSION_KEY = re.compile(r"^[fg]:\S+$")
+CHAT_KEYS = """\
+Settings: config/ania.toml (the directory is ANIA_CONFIG_DIR; config.example/ holds commented
+examples), every key also as ANIA_<SECTION>__<KEY>; data: ANIA_DATA_DIR (default ./data).
+
+In the chat: /stop stops the running turn, /plan on|off toggles plan mode (admins), an approval is
+answered with "allow <id>" or "deny <id>", /quit or /exit (or Ctrl-D) quits, Ctrl-C interrupts.
+With stdin from a pipe or a file each line is a message, sent when the previous turn has finished
+(or is waiting for an approval, so a later line can answer it).
+"""
+
+
+def session_key(text: str) -> str:
+    """argparse type of --session: `f:<user id>` (a private chat) or `g:<group id>` (a group)."""
+    if not SESSION_KEY.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a session key: use f:<user id> or g:<group id>, "
+                                         "e.g. f:local or g:team")
+    return text
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ania-engine")
+    except PackageNotFoundError:
+        return "unknown (not installed; run `make setup`)"
+
+
+def _chat_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--session", type=session_key, default="f:local", metavar="KEY",
+                   help="the conversation: f:<user id> (private) or g:<group id> (group); default f:local")
+    p.add_argument("--user", default=None, metavar="ID",
+                   help="act as this user id with that user's real rights (an admin only when listed in "
+                        "bot.admins); default: the local user 'local', who is always an admin")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ania", description="Ania chat-bot AI engine")
+    raw = argparse.RawDescriptionHelpFormatter
+    p = argparse.ArgumentParser(prog="ania", description="Ania: the AI engine of a chat bot, on LangGraph.",
+                                epilog="Start with `ania demo` (offline), then configure a model in "
+                                       "config/ania.toml and run `ania chat`. `ania COMMAND --help` for more.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level to stderr")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    chat = sub.add_parser("chat", help="chat from the terminal")
-    chat.add_argument("--session", default="f:local", help="session key, f:<user> or g:<group> (default f:local)")
-    chat.add_argument("--user", default=None,
-                      help="act as this user id with that user's real rights (an admin only when listed in "
-                           "bot.admins); default: the local user 'local', who is always an admin")
-    sessions = sub.add_parser("sessions", help="stored sessions")
-    ssub = sessions.add_subparsers(dest="action", required=True)
-    ssub.add_parser("list", help="list stored sessions")
-    show = ssub.add_parser("show", help="print a session's messages")
-    show.add_argument("key")
-    fake = sub.add_parser("fake-llm", help="serve a scripted OpenAI-compatible model (echoes) on 127.0.0.1")
-    fake.add_argument("--port", type=int, default=8765)
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
+    chat = sub.add_parser("chat", help="chat with the bot from this terminal", formatter_class=raw,
+                          description="Chat with the bot from this terminal.", epilog=CHAT_KEYS)
+    _chat_options(chat)
+    demo = sub.add_parser("demo", help="chat with an offline scripted model (no API key needed)",
+                          formatter_class=raw, epilog=CHAT_KEYS,
+                          description="Chat with a scripted OpenAI-compatible model served in this process on "
+                                      "127.0.0.1 (it echoes, or follows --script). Your config is used, except "
+                                      "the [llm] endpoint.")
+    demo.add_argument("--script", metavar="FILE",
+                      help="JSON list of scripted steps (replies, tool calls), e.g. config.example/demo-script.json")
+    _chat_options(demo)
+    sessions = sub.add_parser("sessions", help="list or show stored conversations (starts nothing)",
+                              description="Stored conversations in <data dir>/checkpoints.db (one LangGraph "
+                                          "thread per session). Reads only; starts no MCP server.")
+    ssub = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
+    ssub.add_parser("list", help="list stored sessions with their number of checkpoints",
+                    description="List stored sessions (key, number of checkpoints), sorted by key.")
+    show = ssub.add_parser("show", help="print a session's messages",
+                           description="Print a stored session's messages, one per line.")
+    show.add_argument("key", type=session_key, help="the session key, e.g. f:local or g:team")
+    kb_parser(sub)
+    fake = sub.add_parser("fake-llm", help="serve a scripted OpenAI-compatible model on 127.0.0.1",
+                          description="Serve a scripted OpenAI-compatible model on 127.0.0.1 until Ctrl-C; point "
+                                      "llm.base_url at the printed URL (model name: scripted-model).")
+    fake.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    fake.add_argument("--script", metavar="FILE",
+                      help="JSON list of scripted steps (replies, tool calls); afterwards it echoes")
     return p
 
 
+def kb_parser(sub: Any) -> None:
+    """`ania kb ...` (ania/kb_cli.py runs it; defined here so `--help` imports nothing heavy)."""
+    kb = sub.add_parser("kb", help="manage the knowledge base (the global one by default)")
+    ksub = kb.add_subparsers(dest="action", required=True)
+    add = ksub.add_parser("add", help="add text or Markdown files")
+    add.add_argument("files", nargs="+", metavar="FILE")
+    add.add_argument("--scope", default="global", help="global (default), g:<group id> or f:<user id>")
+    add.add_argument("--title", default=None, help="the title (one file only; default: the file name)")
+    listing = ksub.add_parser("list", help="list documents")
+    listing.add_argument("--scope", default="global")
+    listing.add_argument("--limit", type=int, default=100)
+    search = ksub.add_parser("search", help="search as a session would (its own base and the global one)")
+    search.add_argument("query")
+    search.add_argument("--scope", default="global")
+    search.add_argument("--top-k", type=int, default=5)
+    delete = ksub.add_parser("delete", help="delete a document by id")
+    delete.add_argument("doc_id")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.cmd is None:
+        parser.print_help()
+        return 0
+    import asyncio
+    import logging
+
+    from services.errors import ConfigError
+
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+                        format="ania: %(levelname)s %(name)s: %(message)s")
     try:
         if args.cmd == "fake-llm":
-            return _fake_llm(args.port)
-        return asyncio.run(_run(args))
+            return _fake_llm(args.port, args.script)
+        if args.cmd == "sessions":
+            return asyncio.run(_sessions(args))
+        if args.cmd == "kb":
+            from ania import kb_cli
+
+            return asyncio.run(kb_cli.run(args))
+        return _chat(args)
     except ConfigError as e:
         print(f"ania: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        print("ania: interrupted", file=sys.stderr)
         return 130
 
 
-async def _run(args: argparse.Namespace) -> int:
-    from ania.engine import Engine
-    from services.config import require_llm
+def _chat(args: argparse.Namespace) -> int:
+    """Settings first (one line and exit 2 when wrong), then the heavy imports and the engine."""
+    import asyncio
 
-    paths = Paths.from_env()
+    from services.config import Paths, load_settings, require_llm
+
+    paths = Paths.from_env(check=True)
     settings = load_settings(paths.config_dir)
-    if args.cmd == "chat":
+    server = None
+    if args.cmd == "demo":
+        from ania.fakes.openai_server import ScriptedOpenAI, load_script
+
+        steps = load_script(args.script) if args.script else []
+        server = ScriptedOpenAI().script(steps).start()
+        llm = settings.llm.model_copy(update={"base_url": server.base_url, "model": server.model, "max_retries": 0})
+        settings = settings.model_copy(update={"llm": llm})
+    try:
         require_llm(settings)
+        from services.processes import protect_process
+
         protect_process()
+        return asyncio.run(_chat_engine(args, paths, settings, demo=server is not None))
+    finally:
+        if server is not None:
+            server.stop()
+
+
+async def _chat_engine(args: argparse.Namespace, paths: Paths, settings: Settings, *, demo: bool) -> int:
+    from ania.engine import Engine
+    from ania.platforms.terminal import run_terminal
+
     local_admins: tuple[str, ...] = ()
-    if args.cmd == "chat" and args.user is None:  # the person at the terminal runs the bot: an admin
-        args.user = LOCAL_USER
-        local_admins = (LOCAL_USER,)
+    user = args.user
+    if user is None:  # the person at the terminal runs the bot: an admin
+        user, local_admins = LOCAL_USER, (LOCAL_USER,)
     engine = await Engine.start(paths.config_dir, paths.data_dir, settings=settings, local_admins=local_admins)
     try:
-        if args.cmd == "chat":
-            from ania.platforms.terminal import run_terminal
-
-            await run_terminal(engine, args.session, args.user)
-        elif args.action == "list":
-            from langgraph.checkpoint.base import BaseCheckpointSaver
-
-            from checkpoints.sessions import list_sessions
-
-            saver = engine.graph.checkpointer
-            assert isinstance(saver, BaseCheckpointSaver), "the engine's graph always has a checkpointer"
-            for info in await list_sessions(saver):
-                print(f"{info.key}\t{info.checkpoints} checkpoints")
-        else:
-            from checkpoints.sessions import render, session_messages
-
-            messages = await session_messages(engine.graph, args.key)
-            if not messages:
-                print(f"ania: no session {args.key!r}", file=sys.stderr)
-                return 1
-            for m in messages:
-                print(render(m))
+        note = "offline scripted model (it echoes; --script FILE scripts it)" if demo else ""
+        await run_terminal(engine, args.session, user, note=note, local=bool(local_admins))
     finally:
         await engine.close()
     return 0
 
 
-def _fake_llm(port: int) -> int:
-    import time
+async def _sessions(args: argparse.Namespace) -> int:
+    """Reads the checkpointer and nothing else: no settings, no services, no MCP server."""
+    from services.config import Paths
 
-    from ania.fakes.openai_server import ScriptedOpenAI
+    paths = Paths.from_env(check=True)
+    from checkpoints.factory import CHECKPOINT_FILE
 
-    server = ScriptedOpenAI()
+    db = paths.data_dir / CHECKPOINT_FILE
+    if not db.exists():
+        if args.action == "show":
+            print(f"ania: no session {args.key!r} (nothing is stored yet: {db} does not exist)", file=sys.stderr)
+            return 1
+        print(f"ania: no stored sessions yet ({db} does not exist)", file=sys.stderr)
+        return 0
+    from checkpoints.factory import open_checkpointer
+    from checkpoints.sessions import list_sessions, render, session_messages
+
+    async with open_checkpointer(paths.data_dir) as saver:
+        if args.action == "list":
+            for info in await list_sessions(saver):
+                print(f"{info.key}\t{info.checkpoints} checkpoints")
+            return 0
+        messages = await session_messages(saver, args.key)  # read from the saver: no graph, no services
+    if not messages:
+        print(f"ania: no session {args.key!r}", file=sys.stderr)
+        return 1
+    for m in messages:
+        print(render(m))
+    return 0
+
+
+def _fake_llm(port: int, script: str | None) -> int:
+    import threading
+
+    from ania.fakes.openai_server import ScriptedOpenAI, load_script
+
+    steps = load_script(script) if script else []
+    server = ScriptedOpenAI().script(steps)
     server.port = port
-    server.start()
-    print(f"scripted model at {server.base_url} (model name: scripted-model); Ctrl-C to stop", flush=True)
     try:
-        while True:
-            time.sleep(3600)
+        server.start()
+    except OSError as e:
+        print(f"ania: cannot serve on 127.0.0.1:{port}: {e.strerror or e} (is another `ania fake-llm` running? "
+              "--port 0 picks a free port)", file=sys.stderr)
+        return 1
+    scripted = f"{len(steps)} scripted steps, then it echoes" if steps else "it echoes"
+    print(f"scripted model at {server.base_url} (model name: {server.model}; {scripted}); Ctrl-C to stop",
+          flush=True)
+    try:
+        threading.Event().wait()
     finally:
         server.stop()
+    return 0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 from ania.clock import ClockRunner
@@ -16,14 +17,19 @@ from services.admins import Admins
 from services.approvals import Approvals
 from services.clock import ClockService
 from services.clock.zones import local_zone
+from services.commands import CommandStore
 from services.config import Paths, Settings
+from services.config_edit import ConfigEditor
 from services.container import Services
 from services.hooks import HookManager, HookRunner
+from services.knowledge import KnowledgeService
 from services.llm import ModelFactory
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
+from services.persona import load_persona
 from services.plan_mode import PlanMode
 from services.sessions import SessionRegistry
+from services.skills import Root, SkillInstaller, SkillRegistry
 from services.store import AppStore
 from services.subagents import Subagents
 from services.teams import TeamStore
@@ -31,19 +37,35 @@ from services.todos import TodoStore
 from tools.base import Tool
 from tools.bash import bash_tools
 from tools.clock import clock_tools
+from tools.config import config_tools
+from tools.knowledge import knowledge_tools
 from tools.mcp import RemoteTool, engine_tools
+from tools.memory import memory_tools
 from tools.registry import SharedExecutor
+from tools.skills import skill_tools
 from tools.subagent import SubagentRunTool
 from tools.team import team_tools
 from tools.time_tool import TimeTool
 from tools.todo import TodoWriteTool
 
+#: The skills shipped with the bot: the repository's `skills/` folder.
+SHIPPED_SKILLS = Path(__file__).resolve().parent.parent / "skills"
+
 
 def builtin_tools(settings: Settings, paths: Paths) -> list[Tool]:
     """The always-on built-ins and the ones behind config (T5)."""
     clock_zone = local_zone(settings.clock.timezone).key
-    return [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(), *clock_tools(clock_zone),
-            *bash_tools(settings, paths.data_dir, paths.config_dir)]
+    tools: list[Tool] = [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(), *clock_tools(clock_zone),
+                         *bash_tools(settings, paths.data_dir, paths.config_dir), *skill_tools(settings),
+                         *config_tools()]
+    if settings.knowledge.enable:
+        tools += [*knowledge_tools(), *memory_tools()]
+    return tools
+
+
+def build_knowledge(paths: Paths, settings: Settings) -> KnowledgeService:
+    """The knowledge base and memory (also built alone by `ania kb`); Chroma opens at its first use."""
+    return KnowledgeService(settings, paths.data_dir)
 
 
 async def build_services(
@@ -55,8 +77,10 @@ async def build_services(
     hooks: HookRunner | None = None,
     hook_handlers: Sequence[Any] = (),
     approval_timeout_sec: float | None = None,
+    outboxes: Outboxes | None = None,
 ) -> Services:
-    """Build every service; whatever needs closing is registered on `stack` (closed in reverse order)."""
+    """Build every service; whatever needs closing is registered on `stack` (closed in reverse order).
+    `outboxes` carries the attached platforms over a /reboot."""
     store = AppStore(paths.data_dir / "ania.db")
     stack.callback(store.close)
     shared = SharedExecutor(builtin_tools(settings, paths))
@@ -68,14 +92,23 @@ async def build_services(
     llm = ModelFactory(settings)
     stack.push_async_callback(llm.aclose)
     admins = Admins(settings, local_admins)
-    outboxes = Outboxes()
+    outboxes = outboxes if outboxes is not None else Outboxes()
     subagents = Subagents()
+    skills = SkillRegistry([Root(SHIPPED_SKILLS, "shipped"), Root(paths.data_dir / "skills", "installed")],
+                           settings.skills.enabled)
+    await skills.reload()
+    commands = CommandStore(paths.config_dir, store)
+    knowledge = build_knowledge(paths, settings)
+    stack.push_async_callback(knowledge.aclose)
     return Services(
         settings=settings, paths=paths, admins=admins, store=store, shared_tools=shared, sessions=sessions,
         llm=llm, hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
         outboxes=outboxes, approvals=Approvals(settings, admins, outboxes.send, timeout_sec=approval_timeout_sec),
         plan_mode=PlanMode(store), todos=TodoStore(store), teams=TeamStore(store), subagents=subagents,
         clock=ClockService(store, settings, outboxes, subagents),
+        skills=skills, skill_installer=SkillInstaller(skills, paths.data_dir / "skills", settings.skills, store),
+        commands=commands, persona=load_persona(paths.config_dir, settings),
+        config=ConfigEditor(paths, settings, store, commands), knowledge=knowledge,
     )
 
 

@@ -48,10 +48,13 @@ class TurnResult:
 
 
 class Engine:
-    def __init__(self, services: Services, graph: AgentGraph, stack: AsyncExitStack) -> None:
+    def __init__(self, services: Services, graph: AgentGraph, stack: AsyncExitStack,
+                 options: dict[str, Any] | None = None) -> None:
         self.services = services
         self.graph = graph
         self._stack = stack
+        #: What `start` was given besides the paths and settings; /reboot builds with the same.
+        self._options = options or {}
 
     @classmethod
     async def start(
@@ -69,21 +72,34 @@ class Engine:
         paths = Paths.from_env()
         paths = Paths(config_dir=Path(config_dir or paths.config_dir), data_dir=Path(data_dir or paths.data_dir))
         settings = settings or load_settings(paths.config_dir)
-        stack = AsyncExitStack()
-        try:
-            services = await build_services(paths, settings, stack, local_admins=local_admins, hooks=hooks,
-                                            hook_handlers=hook_handlers, approval_timeout_sec=approval_timeout_sec)
-            saver = await stack.enter_async_context(open_checkpointer(paths.data_dir))
-            graph = build_agent_graph(lambda: settings.agent.context_tokens, checkpointer=saver)
-            bind_subagents(services, saver, stack)
-            bind_clock(services, saver, stack)
-        except BaseException:
-            await stack.aclose()
-            raise
-        return cls(services, graph, stack)
+        options = {"local_admins": tuple(local_admins), "hooks": hooks, "hook_handlers": hook_handlers,
+                   "approval_timeout_sec": approval_timeout_sec}
+        return cls(*await _build(paths, settings, options), options)
 
     async def close(self) -> None:
         await self._stack.aclose()
+
+    async def reboot(self, settings: Settings | None = None) -> None:
+        """Close everything (MCP sessions included) and build it again in this process, from the config
+        files as they are now. The attached platforms (outboxes) stay. Stop the running turns first
+        (ania/entry.py does). If the new build fails, the old settings are built again and the error raised.
+        A started clock stops with the old services (runs in progress are logged `interrupted`) and the new
+        one starts, so scheduled tasks go on firing."""
+        old = self.services
+        settings = settings or load_settings(old.paths.config_dir)
+        clock_was_running = old.clock.running  # closing the stack stops it; the new one starts if it ran
+        await self._stack.aclose()
+        options = {**self._options, "outboxes": old.outboxes}
+        try:
+            self.services, self.graph, self._stack = await _build(old.paths, settings, options)
+        except Exception:
+            log.exception("reboot failed; starting again with the previous settings")
+            self.services, self.graph, self._stack = await _build(old.paths, old.settings, options)
+            if clock_was_running:
+                await self.services.clock.start()
+            raise
+        if clock_was_running:
+            await self.services.clock.start()
 
     def context(self, session_key: str, user_id: str, bridge: CallbackBridge, kind: AgentKind = "main") -> RunContext:
         budget = self.services.settings.bot.msg_event_timeout_sec
@@ -101,7 +117,8 @@ class Engine:
         ctx = self.context(session_key, user_id, bridge)
         budget = self.services.settings.bot.msg_event_timeout_sec
         try:
-            result = await asyncio.wait_for(self._drive(ctx, text), budget)
+            async with asyncio.timeout(budget):  # no extra task per turn, as wait_for would make
+                result = await self._drive(ctx, text)
         except TimeoutError:
             await settle(self.graph, session_key, store, "the message's time budget ran out")
             result = TurnResult(TURN_TIMEOUT.format(sec=budget), "timeout")
@@ -131,6 +148,21 @@ class Engine:
                 answers[intr.id] = await self.services.approvals.ask(intr.value)
             inp = Command(resume=answers)
         return TurnResult(reply=_reply_of(out), status=out.get("status", "ok"), usage=dict(out.get("turn_usage") or {}))
+
+
+async def _build(paths: Paths, settings: Settings,
+                 options: dict[str, Any]) -> tuple[Services, AgentGraph, AsyncExitStack]:
+    stack = AsyncExitStack()
+    try:
+        services = await build_services(paths, settings, stack, **options)
+        saver = await stack.enter_async_context(open_checkpointer(paths.data_dir))
+        graph = build_agent_graph(lambda: settings.agent.context_tokens, checkpointer=saver)
+        bind_subagents(services, saver, stack)
+        bind_clock(services, saver, stack)
+    except BaseException:
+        await stack.aclose()
+        raise
+    return services, graph, stack
 
 
 def _reply_of(state: dict[str, Any]) -> str:

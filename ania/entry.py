@@ -2,9 +2,13 @@
 
 1. An approval reply is taken first (an approval wait holds the session's turn, and replies are
    usually not addressed to the bot).
-2. Slash commands (`/stop`, `/plan on|off`, `/clock`: ania/clock/command.py).
+2. Slash commands (`/stop`, `/plan on|off`, `/help`, `/cmd`, `/reboot`, `/clock`: ania/clock/command.py);
+   a custom command (config/commands.json) is expanded into its prompt and goes on like a normal message.
 3. Otherwise the message joins its session's queue: one turn at a time per session, sessions in
    parallel.
+
+`/reboot` (admins) checks the new settings first, stops every running turn of this entry (each
+session is told), then rebuilds the engine in place; messages that arrive meanwhile wait for it.
 
 `/stop` from an admin stops every running or queued turn of the session; from anyone else only the
 turns that person started (a group member cannot cut off somebody else's request).
@@ -17,13 +21,17 @@ import logging
 from collections.abc import Callable
 
 from ania.clock import clock_command
+from ania.commands import cmd_command, help_text
 from ania.engine import Engine, TurnResult
+from services.config import load_settings
 from services.context import CallbackBridge
+from services.errors import ConfigError
 from services.locks import KeyedLocks
 
 log = logging.getLogger(__name__)
 
 BridgeFor = Callable[[str], CallbackBridge]
+REBOOT_STOPPED = "Stopped: the bot is restarting (/reboot by an admin). Please send your message again in a moment."
 
 
 class MessageEntry:
@@ -33,9 +41,13 @@ class MessageEntry:
         self._locks = KeyedLocks()
         #: Running or queued turns: session key → {task: requester}. Emptied as turns end.
         self._tasks: dict[str, dict[asyncio.Task, str]] = {}
+        #: Cleared while /reboot rebuilds the engine; messages wait for it.
+        self._ready = asyncio.Event()
+        self._ready.set()
 
     async def submit(self, session_key: str, user_id: str, text: str) -> asyncio.Task | None:
         """Handle one message. Returns the turn's task when one was queued (None when consumed)."""
+        await self._ready.wait()
         bridge = self.bridge_for(session_key)
         answer = self.engine.services.approvals.take_reply(session_key, user_id, text)
         if answer is not None:
@@ -47,6 +59,7 @@ class MessageEntry:
             if reply is not None:
                 await bridge.send_text(reply)
                 return None
+            text = await self.engine.services.commands.expand(command) or text
         task = asyncio.create_task(self._serial(session_key, user_id, text, bridge))
         self._tasks.setdefault(session_key, {})[task] = user_id
         task.add_done_callback(lambda t: self._forget(session_key, t))
@@ -81,7 +94,39 @@ class MessageEntry:
             return f"Plan mode is {'on' if plan.is_on(session_key) else 'off'}."
         if name == "/clock":
             return await clock_command(self.engine.services, session_key, user_id, arg)
+        if name == "/help":
+            return await help_text(self.engine.services.commands)
+        if name == "/cmd":
+            return await cmd_command(self.engine.services, session_key, user_id, arg)
+        if name == "/reboot":
+            return await self.reboot(session_key, user_id)
         return None
+
+    async def reboot(self, session_key: str, user_id: str) -> str:
+        """Admins only. New settings are checked before anything stops; a broken file changes nothing."""
+        services = self.engine.services
+        if not services.admins.is_admin(user_id):
+            return "Only an admin can restart the bot."
+        try:
+            settings = load_settings(services.paths.config_dir)
+        except ConfigError as e:
+            return f"Not restarted: {e}. The bot goes on with the settings it has."
+        self._ready.clear()
+        try:
+            stopped = 0
+            for key in list(self._tasks):
+                n, _ = await self.stop(key)
+                stopped += n
+                if n and key != session_key:
+                    await self.bridge_for(key).send_text(REBOOT_STOPPED)
+            services.store.log_op("reboot", session_key, user_id, {"stopped_turns": stopped})
+            try:
+                await self.engine.reboot(settings)
+            except Exception as e:
+                return f"The restart failed ({type(e).__name__}: {e}); the bot runs with the previous settings."
+        finally:
+            self._ready.set()
+        return _restarted(self.engine, stopped)
 
     async def stop(self, session_key: str, user_id: str | None = None) -> tuple[int, int]:
         """Cancel the session's turns that `user_id` may stop (all of them for an admin or None).
@@ -101,3 +146,14 @@ class MessageEntry:
             if not pending:
                 return
             await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _restarted(engine: Engine, stopped: int) -> str:
+    s = engine.services
+    lines = [f"Restarted with the settings in {s.paths.config_dir.name}/ (stopped {stopped} running message(s)). "
+             f"{len(s.mcp.servers)} MCP server(s), {len(s.skills.current.skills)} skill(s), "
+             f"system prompt from {s.persona.source}."]
+    if s.persona.problem:
+        lines.append(f"prompt.json was not used: {s.persona.problem}")
+    lines += [f"Skill not loaded: {p}" for p in s.skills.current.problems]
+    return "\n".join(lines)

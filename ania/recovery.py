@@ -72,7 +72,8 @@ async def settle(graph: CompiledStateGraph, session_key: str, store: AppStore, r
         text = (MAY_HAVE_RUN.format(name=call.name, reason=reason) if call.id in started
                 else NOT_RUN.format(reason=reason))
         patch.append(ToolMessage(content=text, tool_call_id=call.id, name=call.name, status="error"))
-    await graph.aupdate_state(config, {"messages": patch, "status": "stopped"}, as_node="finish")
+    # As if the round of tool calls had ended: with the status "stopped" the route after it ends the turn.
+    await graph.aupdate_state(config, {"messages": patch, "status": "stopped"}, as_node=TOOL_NODE)
     store.forget_started_calls(session_key)
     log.info("settled %s: %d result(s) kept, %d not run (%s)", session_key, len(patch) - not_run, not_run, reason)
     return not_run

@@ -3,8 +3,12 @@
 Compiled without a checkpointer (the server brings its own). Importing this module reads no model
 configuration: the first run builds one engine from `ANIA_CONFIG_DIR` / `ANIA_DATA_DIR` (the only
 place that does so lazily) and gives each run a context for its thread, as the local admin "studio".
-Approvals pause as interrupts; resume them with "allow" or "deny" from Studio or the HTTP API. The
-subagent, team and clock graphs are here too; a subagent started by a tool inside a Studio run is stored on the
+Approvals pause as interrupts; resume them with "allow" or "deny" from Studio or the HTTP API.
+
+`langgraph dev` moves to another port when the one asked for is taken, and says so only in a log line
+among many; loading this module prints the URL the server really serves on (`LANGGRAPH_API_URL`, which
+`langgraph dev` sets before it loads the graphs) as one plain line on stderr. The subagent, team and
+clock graphs are here too; a subagent started by a tool inside a Studio run is stored on the
 engine's checkpointer (data/checkpoints.db), not Studio's.
 """
 
@@ -12,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 from dataclasses import replace
 
 from langchain_core.runnables import RunnableConfig
@@ -31,6 +37,9 @@ from tools.registry import SessionExecutor, SharedExecutor
 
 log = logging.getLogger("ania.studio")
 STUDIO_USER = "studio"
+STUDIO_UI = "https://smith.langchain.com/studio/?baseUrl={url}"
+ANNOUNCED = "ANIA_STUDIO_URL"
+SERVED_AT = "Ania: graphs agent, gate, subagent and team served at {url} (Studio: {ui})\n"
 
 
 class _Lazy:
@@ -95,3 +104,15 @@ team = build_team_graph(context_factory=_studio_context, name="team")
 #: One run of a scheduled task; input: {"messages": [{"role": "user", "content": "<the task>"}]}. Its final reply
 #: is delivered to the thread id as a chat (logged when no platform owns it); no scheduler runs in Studio.
 clock = build_clock_graph(_lazy.context_tokens, context_factory=_studio_clock_context, name="clock")
+
+
+def _announce() -> None:
+    """Once per server process: `langgraph dev` executes this file once per graph of langgraph.json."""
+    url = os.environ.get("LANGGRAPH_API_URL")
+    if url and os.environ.get(ANNOUNCED) != url:
+        os.environ[ANNOUNCED] = url
+        sys.stderr.write(SERVED_AT.format(url=url, ui=STUDIO_UI.format(url=url)))
+        sys.stderr.flush()
+
+
+_announce()

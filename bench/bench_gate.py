@@ -1,11 +1,13 @@
 """The gate pipeline's overhead per tool call, with every gate passing (no hooks, plan mode off, no
 approval needed), against calling the tool directly (`SessionExecutor.invoke`).
 
-Three ways to run one `time` call with the real engine's run context:
+Four ways to run one `time` call with the real engine's run context:
   direct      `ctx.executor.invoke(call, ctx)`: resolve + execute, no gates
+  fast path   what a turn runs for a call that cannot pause: plan_mode, then the same gates walked as
+              plain calls (nodes/tool_call.py)
   gate graph  the compiled gate graph (graphs/gate.py) over the call, no checkpointer
-  + sqlite    the same with the SQLite checkpointer, as inside a turn (each gate step is checkpointed,
-              which is what lets an approval resume at its gate)
+  + sqlite    the same with the SQLite checkpointer (each gate step checkpointed, which is what lets an
+              approval resume at its gate; a turn runs only calls that may pause this way)
 Then whole turns with 1 vs 8 parallel tool calls, ours against LangChain's `create_agent`, alternating
 (a fresh session per turn, so history does not grow).
 """
@@ -25,6 +27,8 @@ from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
 from bench.common import SESSION, USER, Ours, Peer, median, table, timed
 from checkpoints.factory import open_checkpointer
 from graphs.gate import build_gate_graph
+from nodes.gates import plan_mode
+from nodes.tool_call import walk_gates
 from tools.registry import ToolCall
 
 N_CALLS = 200
@@ -48,13 +52,18 @@ async def _per_call(fn: Callable[[int], Awaitable[Any]], n: int) -> list[float]:
 async def gate_overhead(llm: ScriptedOpenAI, root: Path, n: int) -> list[list[Any]]:
     ours = await Ours.start(llm, root / "ours")
     try:
-        ctx = ours.engine.context(SESSION, USER, ours.bridge())
+        ctx = ours.engine.context(SESSION, USER, ours.bridge())  # the production hook manager, approval on
         call = ToolCall(id="call_1", name="time", args={"timezone": "Asia/Shanghai"})
         gate = build_gate_graph()
 
         async def direct(i: int) -> None:
             out = await ctx.executor.invoke(call, ctx)
             assert out.status == "ok", out
+
+        async def fast(i: int) -> None:
+            first = await plan_mode({"call": call.to_dict()}, ctx)
+            out = await walk_gates({"call": call.to_dict()}, first, ctx)
+            assert out["messages"][-1].response_metadata["ania_status"] == "ok", out
 
         async def gated(i: int) -> None:
             out = await gate.ainvoke({"call": call.to_dict()}, context=ctx)
@@ -68,7 +77,8 @@ async def gate_overhead(llm: ScriptedOpenAI, root: Path, n: int) -> list[list[An
                 out = await gate_saved.ainvoke({"call": call.to_dict()}, config, context=ctx)
                 assert out["messages"][-1].response_metadata["ania_status"] == "ok", out
 
-            times = {"direct": await _per_call(direct, n), "gate graph": await _per_call(gated, n),
+            times = {"direct": await _per_call(direct, n), "fast path": await _per_call(fast, n),
+                     "gate graph": await _per_call(gated, n),
                      "gate graph + sqlite": await _per_call(saved, n)}
     finally:
         await ours.close()
@@ -89,7 +99,7 @@ async def _turn(agent: Any, llm: ScriptedOpenAI, k: int, session: str) -> float:
 async def parallel_turns(llm: ScriptedOpenAI, root: Path, n: int) -> list[list[Any]]:
     """Ours and the peer alternate turns (machine load hits both alike); the first two are warm-up."""
     ours = await Ours.start(llm, root / "turn-ours")
-    peer = await Peer.start(llm, root / "turn-peer", ours.tool_schemas())
+    peer = await Peer.start(llm, root / "turn-peer", ours.tool_schemas(), ours.system_prompt())
     rows = []
     try:
         for k in (1, 8):

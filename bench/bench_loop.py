@@ -1,13 +1,18 @@
-"""Per-turn engine overhead of Ania against LangChain's `create_agent`, prefix stability, checkpoint size.
+"""Per-turn engine overhead of Ania against LangChain's `create_agent`, like for like (the headline table).
 
-For each history size, both agents get a fresh session, each on its own instance of the scripted model,
-turns alternating between them (machine load hits both alike). The history is built with plain turns
-(one user message, one reply: 2 messages each), then `--turns` timed turns each make one `time` tool
-call and answer (4 messages each, so the history grows during the timed part; the table shows the range).
-Overhead = wall time of the turn minus the scripted model's delays; medians.
+Both sides as bench/common.py sets them up: the same lean model client, durability "sync", the same
+SQLite checkpointer settings; ours with the production hook manager on an empty hooks file and approval
+on. A timed turn is one user message of 300 characters, `--calls` parallel `time` calls (1 and 4), and
+an answer of 300 characters; its overhead is its wall time minus the scripted model's delays. Before it,
+the session holds a history of the given size (plain turns of 300-character messages, built through the
+real loop so each side stores it as it would in production). A session takes timed turns only while its
+history stays within 10% of the size; then a fresh one is built. Ours and the peer alternate turn by turn
+(machine load hits both alike), each on its own scripted server. Each figure is the median with its
+min-max over the runs, all in this one process; the runs per figure are printed.
 
-Prefix stability: for consecutive requests of a session, request N+1's messages start with request N's
-messages byte for byte and the tools arrays are byte-identical (no compaction happens at these sizes).
+Second table: what Ania's lean client saves, the same `create_agent` with LangChain's stock `ChatOpenAI`
+against it with the lean one (a client improvement any LangChain agent could use; not counted above).
+Prefix stability: each side's consecutive requests share the previous messages byte for byte.
 """
 
 from __future__ import annotations
@@ -15,143 +20,167 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
+import math
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
-from bench.common import Ours, Peer, db_bytes, kib, median, prefix_stable, subgraph_share, table, timed
+from bench.common import Ours, Peer, median, prefix_stable, spread, table, timed
 
-SIZES = (2, 20, 100)
-TURNS = 20
-TOOL_CALL = ("time", {"timezone": "Asia/Shanghai"})
+SIZES = (10, 100, 300, 1000)
+CALLS = (1, 4)
+RUNS = 10
+TEXT = ("The quick brown fox jumps over the lazy dog while the committee reviews the quarterly figures; "
+        "meanwhile the weather in the mountains turns, trains run late, and somebody asks about lunch. ") * 2
+TEXT = TEXT[:300]
+ZONES = ("UTC", "Asia/Shanghai", "Europe/Berlin", "America/New_York")
 
 
-@dataclass
-class Result:
-    overhead_ms: float = 0.0
-    turn_ms: float = 0.0
-    stable: tuple[int, int] = (0, 0)
-    messages: int = 0
-    checkpoint_bytes: int = 0
-    subgraph_share: float = 0.0
+def growth(calls: int) -> int:
+    """Messages a timed turn adds: the question, the call message, one result per call, the answer."""
+    return 3 + calls
 
 
 @dataclass
 class Side:
     """One agent on its own scripted server (so each server's requests are one session's)."""
 
+    name: str
     agent: Any
     llm: ScriptedOpenAI
-    overheads: list[float] = field(default_factory=list)
-    walls: list[float] = field(default_factory=list)
+    overheads: dict[tuple[int, int], list[float]] = field(default_factory=dict)
+    #: CPU time of the process per timed turn (steadier than wall time on a busy machine; it includes the
+    #: side's scripted server thread, which does the same work for both sides).
+    cpu: dict[tuple[int, int], list[float]] = field(default_factory=dict)
+    #: Where each session's requests start in `llm.requests` (prefix stability is per session).
+    starts: list[int] = field(default_factory=list)
 
-    async def plain(self, i: int, delay: float) -> None:
-        self.llm.script([Reply(f"noted {i}", delay=delay)])
-        await self.agent.turn(f"remember item {i}")
+    def stable(self) -> tuple[int, int]:
+        bounds = [*self.starts, len(self.llm.requests)]
+        pairs = [prefix_stable(self.llm.requests[a:b]) for a, b in itertools.pairwise(bounds)]
+        return sum(n for n, _ in pairs), sum(t for _, t in pairs)
 
-    async def timed_turn(self, i: int, delay: float) -> None:
-        self.llm.script([Calls([TOOL_CALL], delay=delay), Reply(f"it is late ({i})", delay=delay)])
-        before = self.llm.model_seconds
-        wall, reply = await timed(self.agent.turn(f"what time is it in Shanghai? ({i})"))
-        assert reply == f"it is late ({i})", f"{type(self.agent).__name__} answered {reply!r}"
-        self.overheads.append(wall - (self.llm.model_seconds - before))
-        self.walls.append(wall)
+    async def build(self, session: str, size: int) -> None:
+        self.starts.append(len(self.llm.requests))
+        for i in range(size // 2):
+            self.llm.script([Reply(f"noted {i}. {TEXT}"[:300])])
+            await self.agent.turn(f"remember item {i}: {TEXT}"[:300], session=session)
 
-    async def finish(self) -> Result:
-        last = self.llm.requests[-1].messages
-        assert last[-1]["role"] == "tool" and "Asia/Shanghai" in last[-1]["content"], last[-1]
-        await self.agent.close()
-        db = self.agent.checkpoint_db
-        # The last request holds the system prompt + the history; the stored history adds the reply.
-        return Result(median(self.overheads) * 1000, median(self.walls) * 1000, prefix_stable(self.llm.requests),
-                      len(last), db_bytes(db), subgraph_share(db))
-
-
-async def _compare(llms: tuple[ScriptedOpenAI, ScriptedOpenAI], size: int, turns: int, delay: float,
-                   schemas: list[dict[str, Any]]) -> dict[str, Result]:
-    """Both agents side by side, turns alternating (so load drift on the machine hits both alike)."""
-    for llm in llms:
-        llm.reset()
-    gc.collect()
-    with tempfile.TemporaryDirectory(prefix="ania-bench-loop-") as tmp:
-        ours = await Ours.start(llms[0], Path(tmp) / "ours")
-        schemas[:] = schemas or ours.tool_schemas()
-        peer = await Peer.start(llms[1], Path(tmp) / "peer", schemas)
-        sides = {"ours": Side(ours, llms[0]), "peer": Side(peer, llms[1])}
-        for i in range(max(1, size // 2)):
-            for side in sides.values():
-                await side.plain(i, delay)
-        for i in range(turns):
-            order = list(sides.values()) if i % 2 == 0 else list(sides.values())[::-1]
-            for side in order:
-                await side.timed_turn(i, delay)
-        return {kind: await side.finish() for kind, side in sides.items()}
+    async def timed_turn(self, session: str, key: tuple[int, int], i: int) -> None:
+        calls = key[1]
+        answer = f"it is late ({i}) {TEXT}"[:300]
+        self.llm.script([Calls([("time", {"timezone": z}) for z in ZONES[:calls]]), Reply(answer)])
+        before, cpu0 = self.llm.model_seconds, time.process_time()
+        wall, reply = await timed(self.agent.turn(f"what time is it? ({i}) {TEXT}"[:300], session=session))
+        self.cpu.setdefault(key, []).append(time.process_time() - cpu0)
+        assert reply == answer, f"{self.name} answered {reply!r}"
+        tools = [m for m in self.llm.requests[-1].messages if m["role"] == "tool"]
+        assert len(tools) >= calls and all("Error" not in t["content"][:20] for t in tools[-calls:]), tools
+        self.overheads.setdefault(key, []).append(wall - (self.llm.model_seconds - before))
 
 
-def _pct(stable: tuple[int, int]) -> str:
-    n, total = stable
-    return f"{100 * n / total:.0f}% ({n}/{total})" if total else "-"
+async def compare(sides: list[Side], sizes: Sequence[int], calls: Sequence[int], runs: int) -> None:
+    """Timed turns of every side at every (size, calls), alternating which side goes first."""
+    for size in sizes:
+        for k in calls:
+            per_session = max(1, (size // 10) // growth(k))
+            sessions = math.ceil(runs / per_session)
+            done = 0
+            for s in range(sessions):
+                session = f"f:bench-{size}-{k}-{s}"
+                for side in sides:
+                    await side.build(session, size)
+                gc.collect()
+                for _ in range(min(per_session, runs - done)):
+                    order = sides if done % 2 == 0 else sides[::-1]
+                    for side in order:
+                        await side.timed_turn(session, (size, k), done)
+                    done += 1
 
 
-async def run(sizes: Sequence[int], turns: int, delay: float) -> dict[int, dict[str, Result]]:
-    results: dict[int, dict[str, Result]] = {}
-    schemas: list[dict[str, Any]] = []  # the peer gets ours' tool list (time as a @tool, the rest as schemas)
-    with ScriptedOpenAI() as ours_llm, ScriptedOpenAI() as peer_llm:
-        await _compare((ours_llm, peer_llm), 2, 3, delay, schemas)  # warm-up: imports, connections, SQLite
-        for size in sizes:
-            results[size] = await _compare((ours_llm, peer_llm), size, turns, delay, schemas)
-    return results
+async def run(sizes: Sequence[int], calls: Sequence[int], runs: int, client_sizes: Sequence[int]) -> str:
+    with (ScriptedOpenAI() as ours_llm, ScriptedOpenAI() as peer_llm, ScriptedOpenAI() as stock_llm,
+          tempfile.TemporaryDirectory(prefix="ania-bench-loop-") as tmp):
+        root = Path(tmp)
+        ours = await Ours.start(ours_llm, root / "ours", agent={"context_tokens": 10**9})  # compaction off, as the peer
+        schemas = ours.tool_schemas()
+        peer = await Peer.start(peer_llm, root / "peer", schemas, client="lean")
+        stock = await Peer.start(stock_llm, root / "stock", schemas, client="stock")
+        main = [Side("ours", ours, ours_llm), Side("peer", peer, peer_llm)]
+        try:
+            await compare(main, (2,), (1,), 2)  # warm-up: imports, connections, SQLite
+            for side in main:
+                side.overheads.clear()
+                side.cpu.clear()
+                side.starts.clear()
+                side.llm.reset()
+            await compare(main, sizes, calls, runs)
+            stable = {side.name: side.stable() for side in main}
+            clients = [Side("stock client", stock, stock_llm), Side("lean client", peer, peer_llm)]
+            if client_sizes:
+                await compare(clients, client_sizes, (1,), runs)
+        finally:
+            for agent in (ours, peer, stock):
+                await agent.close()
+    return report(main, clients, stable, runs)
 
 
-def report(results: dict[int, dict[str, Result]], turns: int, delay: float) -> str:
-    walls = ["ours wall", "peer wall"] if delay else []
+def report(main: list[Side], clients: list[Side], stable: dict[str, tuple[int, int]], runs: int) -> str:
+    ours, peer = main
     rows = []
-    for size, r in results.items():
-        ours, peer = r["ours"], r["peer"]
-        rows.append([f"{size}->{size + 4 * turns}", ours.overhead_ms, peer.overhead_ms,
-                     ours.overhead_ms / peer.overhead_ms, *([ours.turn_ms, peer.turn_ms] if delay else []),
-                     _pct(ours.stable), _pct(peer.stable)])
-    out = [f"Turn overhead (median of {turns} turns; 1 tool call + answer; wall minus model time), ms",
-           table(["history msgs", "ours", "peer", "ours/peer", *walls, "prefix-stable ours",
-                  "prefix-stable peer"], rows)]
-    size = max(results)
-    ours, peer = results[size]["ours"], results[size]["peer"]
-    out += ["", f"Checkpoint file after the {size}-message run (ends at {ours.messages} messages; saver closed, "
-                "WAL folded in)",
-            table(["", "bytes", "size", "ours/peer", "gate-branch share"],
-                  [["ours (DeltaChannel messages)", ours.checkpoint_bytes, kib(ours.checkpoint_bytes),
-                    ours.checkpoint_bytes / max(1, peer.checkpoint_bytes), f"{100 * ours.subgraph_share:.0f}%"],
-                   ["peer (full snapshot per step)", peer.checkpoint_bytes, kib(peer.checkpoint_bytes), 1.0, "-"]])]
+    worst = 0.0
+    for key in ours.overheads:
+        o, p = ours.overheads[key], peer.overheads[key]
+        ratio = median(o) / median(p)
+        worst = max(worst, ratio)
+        cpu = median(ours.cpu[key]) / median(peer.cpu[key])
+        rows.append([key[0], key[1], spread(o), spread(p), ratio, f"{median(ours.cpu[key]) * 1000:.1f} / "
+                     f"{median(peer.cpu[key]) * 1000:.1f} ({cpu:.2f})", len(o)])
+    out = [f"Like for like: turn overhead, ms, median [min-max] over the runs (wall minus model time; "
+           f"{runs} runs per figure, one process)",
+           table(["history msgs", "tool calls", "ours", "create_agent", "ours/peer", "CPU ms ours / peer", "runs"],
+                 rows),
+           f"worst ratio: {worst:.2f}" + ("  (target <= 1.0: met)" if worst <= 1.0 else "  (target <= 1.0: MISSED)"),
+           "prefix-stable consecutive requests within a session: "
+           + ", ".join(f"{k} {n}/{t}" for k, (n, t) in stable.items())]
+    stock, lean = clients
+    if stock.overheads:
+        crow = [[key[0], key[1], spread(stock.overheads[key]), spread(lean.overheads[key]),
+                 median(lean.overheads[key]) / median(stock.overheads[key])] for key in stock.overheads]
+        out += ["", "The lean model client on its own: create_agent with LangChain's stock ChatOpenAI vs with "
+                    "Ania's lean client (same graph), ms",
+                table(["history msgs", "tool calls", "stock client", "lean client", "lean/stock"], crow)]
     return "\n".join(out)
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="bench.bench_loop", description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="history sizes in messages (default 2,20,100)")
-    p.add_argument("--turns", type=int, default=TURNS, help="timed turns per size (default 20)")
-    p.add_argument("--model-delay", type=float, default=0.0, help="scripted model latency per request, seconds")
-    p.add_argument("--peer-durability", choices=["sync", "async", "exit"], default=None,
-                   help="the peer's LangGraph durability (default: LangGraph's own, async; ours uses sync)")
-    p.add_argument("--peer-client", choices=["stock", "lean"], default="stock",
-                   help="the peer's model client: LangChain's ChatOpenAI (default) or Ania's lean one")
-    p.add_argument("--quick", action="store_true", help="sizes 2,20 and 5 turns")
+    p.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                   help="history sizes, messages (default 10,100,300,1000)")
+    p.add_argument("--tool-calls", default=",".join(map(str, CALLS)),
+                   help="parallel tool calls per timed turn (default 1,4)")
+    p.add_argument("--runs", type=int, default=RUNS, help="timed turns per figure (default 10)")
+    p.add_argument("--client-sizes", default="10,300", help="history sizes of the client table ('' to skip)")
+    p.add_argument("--quick", action="store_true", help="sizes 10,100; 5 runs; client table at 10")
     args, _ = p.parse_known_args(argv)
     if args.quick:
-        args.sizes, args.turns = "2,20", 5
+        args.sizes, args.runs, args.client_sizes = "10,100", 5, "10"
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def _ints(text: str) -> list[int]:
+    return [int(s) for s in text.split(",") if s.strip()]
+
+
+def main(argv: Sequence[str] | None = None, runner: Callable[[Awaitable[str]], str] = asyncio.run) -> None:
     args = parse(argv)
-    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    turns = max(1, min(args.turns, 200))
-    Peer.durability = args.peer_durability
-    Peer.client = args.peer_client
-    print(f"peer: create_agent with {'Ania' if args.peer_client == 'lean' else 'the stock'} ChatOpenAI client")
-    print(report(asyncio.run(run(sizes, turns, args.model_delay)), turns, args.model_delay))
+    runs = max(1, min(args.runs, 200))
+    print(runner(run(_ints(args.sizes), _ints(args.tool_calls), runs, _ints(args.client_sizes))))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """Shared pieces of the benchmarks: the scripted model, both agents on the same endpoint, tables.
 
-Ours is the real `Engine` (`run_turn`, the same path a chat message takes after message entry). The peer
-is LangChain's `create_agent` with the same `ChatOpenAI` settings, the same system prompt, the same tool
-list (an equivalent `@tool` for `time`, the other tools' schemas as Ania sends them) and the same
-checkpointer type (`AsyncSqliteSaver` on a temp file). Everything runs on 127.0.0.1.
+Ours is the real `Engine` (`run_turn`, the same path a chat message takes after message entry) as it
+runs in production: the `HookManager` reading an empty hooks file, approval on (no call here needs one),
+durability "sync". The peer is LangChain's `create_agent`, like for like by default: the same model
+client (Ania's lean `ChatOpenAI`), durability "sync", the same system prompt, the same tool list (an
+equivalent `@tool` for `time`, the other tools' schemas as Ania sends them), and the same checkpointer
+(`AsyncSqliteSaver` on a temp file, with the same SQLite settings). Everything runs on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ania.fakes.openai_server import Recorded, ScriptedOpenAI
 from ania.platforms.bridge import ChatBridge
 from checkpoints.factory import CHECKPOINT_FILE, tune_sqlite
 from services.config import Settings
-from services.hooks import NoHooks
+from services.hooks import HOOKS_FILE, NoHooks
 from services.llm import ModelFactory
 from tools.time_tool import TimeParams, TimeTool
 
@@ -50,10 +52,14 @@ class Ours:
         self.replies: list[str] = []
 
     @classmethod
-    async def start(cls, llm: ScriptedOpenAI, root: Path, **sections: dict[str, Any]) -> Ours:
+    async def start(cls, llm: ScriptedOpenAI, root: Path, *, production_hooks: bool = True,
+                    **sections: dict[str, Any]) -> Ours:
+        """`production_hooks`: the real HookManager on an empty hooks file (as deployed), else no hook runner."""
         (root / "config").mkdir(parents=True, exist_ok=True)
+        (root / "config" / HOOKS_FILE).write_text('{"hooks": {}}\n')
+        sections = {"approval": {"enable": True}, **sections}
         engine = await Engine.start(root / "config", root / "data", settings=settings_for(llm, **sections),
-                                    hooks=NoHooks())
+                                    hooks=None if production_hooks else NoHooks())
         return cls(engine)
 
     def bridge(self) -> ChatBridge:
@@ -72,6 +78,12 @@ class Ours:
 
     def tool_schemas(self, session: str = SESSION) -> list[dict[str, Any]]:
         return self.engine.services.sessions.executor(session).schemas()
+
+    def system_prompt(self) -> str:
+        """The system prompt ours sends (persona and the available_skills block); the peer gets the same."""
+        from nodes.prompt import system_prompt
+
+        return system_prompt(self.engine.services)
 
     async def close(self) -> None:
         await self.engine.close()
@@ -93,14 +105,14 @@ def peer_time_tool() -> Any:
 class Peer:
     """LangChain's `create_agent` with the same model settings, prompt, tools and checkpointer type.
 
-    `durability` None is LangGraph's default ("async": a step's checkpoint is written while the next
-    step runs); the engine runs its graph with "sync". `--peer-durability sync` compares like for like.
+    Like for like by default: durability "sync" (the engine's; None would be LangGraph's default, "async",
+    where a step's checkpoint is written while the next step runs) and Ania's lean model client.
     """
 
-    durability: str | None = None
-    #: "stock": LangChain's `ChatOpenAI` as the peer ships with it; "lean": Ania's client (isolates the
-    #: graph's own overhead from the model client's).
-    client: str = "stock"
+    durability: str | None = "sync"
+    #: "lean": Ania's client, as the engine uses (the graphs are compared); "stock": LangChain's
+    #: `ChatOpenAI` as the peer ships with it (what the lean client itself saves).
+    client: str = "lean"
 
     def __init__(self, agent: Any, stack: AsyncExitStack, db: Path) -> None:
         self.agent = agent
@@ -108,7 +120,8 @@ class Peer:
         self._db = db
 
     @classmethod
-    async def start(cls, llm: ScriptedOpenAI, root: Path, tool_schemas: Sequence[dict[str, Any]]) -> Peer:
+    async def start(cls, llm: ScriptedOpenAI, root: Path, tool_schemas: Sequence[dict[str, Any]],
+                    client: str | None = None, system_prompt: str = "") -> Peer:
         from langchain.agents import create_agent
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -120,7 +133,8 @@ class Peer:
         await saver.setup()
         await tune_sqlite(saver)  # the same checkpointer settings as ours
         tools: list[Any] = [peer_time_tool() if s["function"]["name"] == "time" else s for s in tool_schemas]
-        agent = create_agent(_peer_model(settings, cls.client), tools, system_prompt=settings.bot.system_prompt,
+        agent = create_agent(_peer_model(settings, client or cls.client), tools,
+                             system_prompt=system_prompt or settings.bot.system_prompt,
                              checkpointer=saver)
         return cls(agent, stack, db)
 
@@ -170,6 +184,13 @@ async def timed(coro: Any) -> tuple[float, Any]:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+def spread(values: Sequence[float], scale: float = 1000.0) -> str:
+    """`median [min-max]`, scaled (seconds to ms by default)."""
+    if not values:
+        return "-"
+    return f"{median(values) * scale:.2f} [{min(values) * scale:.2f}-{max(values) * scale:.2f}]"
 
 
 def prefix_stable(requests: Sequence[Recorded]) -> tuple[int, int]:

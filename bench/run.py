@@ -13,8 +13,9 @@ import sys
 import time
 from collections.abc import Sequence
 
-BENCHES = ("bench.bench_loop", "bench.bench_gate", "bench.bench_team", "bench.bench_clock")
-OPTIONAL = ("bench.bench_mcp",)
+BENCHES = ("bench.bench_loop", "bench.bench_storage", "bench.bench_gate", "bench.bench_throughput",
+           "bench.bench_startup", "bench.bench_team", "bench.bench_clock")
+OPTIONAL = ("bench.bench_mcp", "bench.bench_knowledge")
 
 
 def _modules() -> list[str]:

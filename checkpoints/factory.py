@@ -1,6 +1,7 @@
 """The checkpointer factory (D2): SQLite at `<data dir>/checkpoints.db` by default, Postgres by URL.
 
-Callers depend only on LangGraph's `BaseCheckpointSaver`, so the backend can change.
+Callers depend only on LangGraph's `BaseCheckpointSaver`, so the backend can change. The SQLite saver is
+checkpoints/saver.py's (LangGraph's, with a history loader that does not grow with every load).
 """
 
 from __future__ import annotations
@@ -9,11 +10,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import aiosqlite
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from checkpoints.fold import fold_messages
+from checkpoints.saver import AniaSqliteSaver
+
 CHECKPOINT_FILE = "checkpoints.db"
+#: The delta channels of the agent state (nodes/state.py) and their reducers, which the SQLite saver folds.
+REDUCERS = {"messages": fold_messages}
 
 
 @asynccontextmanager
@@ -28,7 +35,9 @@ async def open_checkpointer(data_dir: Path, url: str | None = None) -> AsyncIter
             yield saver
         return
     data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, at start
-    async with AsyncSqliteSaver.from_conn_string(str(data_dir / CHECKPOINT_FILE)) as saver:
+    # Autocommit: each put is one statement and its own transaction (checkpoints/saver.py).
+    async with aiosqlite.connect(str(data_dir / CHECKPOINT_FILE), isolation_level=None) as conn:
+        saver = AniaSqliteSaver(conn, reducers=REDUCERS)
         await saver.setup()
         await tune_sqlite(saver)
         yield saver

@@ -26,7 +26,7 @@ from nodes.context import ContextFactory, bind_context
 from nodes.prepare import finish
 from nodes.state import ClockState, GateInput
 from nodes.tool_call import tool_call_node
-from nodes.tool_calls import TOOL_NODE
+from nodes.tool_calls import TOOL_NODE, in_loop
 
 
 def build_clock_graph(
@@ -39,18 +39,17 @@ def build_clock_graph(
     g = StateGraph(ClockState)
     g.add_node("compact", bind_context(compact, context_factory))
     g.add_node("model", bind_context(clock_model, context_factory))
-    gates = (build_gate_graph(context_factory), build_gate_graph(context_factory, checkpointer=False))
-    g.add_node(TOOL_NODE, tool_call_node(*gates, context_factory), input_schema=GateInput)
+    g.add_node(TOOL_NODE, tool_call_node(build_gate_graph(context_factory), context_factory), input_schema=GateInput)
     g.add_node("drain", bind_context(drain, context_factory))
     g.add_node("deliver", bind_context(deliver, context_factory))
     g.add_node("finish", bind_context(finish, context_factory))
     g.add_edge(START, "model")
     g.add_edge("compact", "model")
-    g.add_conditional_edges("model", route_after_model, [TOOL_NODE, "drain"])
+    g.add_conditional_edges("model", in_loop(route_after_model), [TOOL_NODE, "drain"])
     # After the tools: compact or model as in the loop; an ended run ("finish" there) drains and delivers.
-    g.add_conditional_edges(TOOL_NODE, compact_or_model(context_tokens),
+    g.add_conditional_edges(TOOL_NODE, in_loop(compact_or_model(context_tokens)),
                             {"compact": "compact", "model": "model", "finish": "drain"})
-    g.add_conditional_edges("drain", route_after_drain, ["model", "deliver"])
+    g.add_conditional_edges("drain", in_loop(route_after_drain), ["model", "deliver"])
     g.add_edge("deliver", "finish")
     g.add_edge("finish", END)
     return g.compile(name=name, checkpointer=checkpointer)

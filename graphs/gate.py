@@ -1,4 +1,4 @@
-"""The gate pipeline: one run per tool call, each gate its own node (docs/ARCHITECTURE.md, G1).
+"""The gate pipeline as a graph, each gate its own node (docs/ARCHITECTURE.md, G1).
 
     plan_mode → pre_tool_hooks → admin_approval → human_approval → execute → post_tool_hooks → END
         └──────── a gate blocks (or the call is invalid) ──────────────────▶ emit → END
@@ -8,7 +8,8 @@ that have work for it (`route`): a gate with nothing to do (no matching hooks, n
 skipped, so a plain call is two steps. The last node that runs writes the ToolMessage.
 
 Because each gate is a node, an approval that pauses (a LangGraph interrupt) resumes at that gate
-without re-running the ones before it.
+without re-running the ones before it. Only a call that may pause runs this graph; the others walk the
+same gates and routes without it (nodes/tool_call.py, where the gate order `GATE_STEPS` is defined).
 """
 
 from __future__ import annotations
@@ -20,26 +21,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from nodes.context import ContextFactory, bind_context
-from nodes.execute import emit, execute_call
-from nodes.gates import (
-    LATER,
-    admin_approval,
-    human_approval,
-    plan_mode,
-    post_tool_hooks,
-    pre_tool_hooks,
-    route_after,
-)
+from nodes.execute import emit
+from nodes.gates import LATER, post_tool_hooks, route_after
 from nodes.state import GateOutput, GateState
+from nodes.tool_call import GATE_STEPS
+from nodes.tool_calls import in_loop
 
-#: Gates in their fixed order (cheapest first; the human is asked last).
-GATES = [
-    ("plan_mode", plan_mode),
-    ("pre_tool_hooks", pre_tool_hooks),
-    ("admin_approval", admin_approval),
-    ("human_approval", human_approval),
-    ("execute", execute_call),
-]
+GATES = GATE_STEPS
 
 
 def build_gate_graph(context_factory: ContextFactory | None = None,
@@ -52,8 +40,8 @@ def build_gate_graph(context_factory: ContextFactory | None = None,
     g.add_edge(START, GATES[0][0])
     for name, _ in GATES[:-1]:  # before execute: the next gate with work, execute, or emit
         later = LATER[LATER.index(name) + 1:] if name in LATER else LATER
-        g.add_conditional_edges(name, route_after(name), [*later[: later.index("execute") + 1], "emit"])
-    g.add_conditional_edges("execute", route_after("execute"), ["post_tool_hooks", END])
+        g.add_conditional_edges(name, in_loop(route_after(name)), [*later[: later.index("execute") + 1], "emit"])
+    g.add_conditional_edges("execute", in_loop(route_after("execute")), ["post_tool_hooks", END])
     g.add_edge("post_tool_hooks", END)
     g.add_edge("emit", END)
     return g.compile(name="gate", checkpointer=checkpointer)

@@ -24,7 +24,7 @@ from nodes.prepare import finish
 from nodes.state import GateInput, SubagentState
 from nodes.subagent import subagent_model
 from nodes.tool_call import tool_call_node
-from nodes.tool_calls import TOOL_NODE, route_after_model
+from nodes.tool_calls import TOOL_NODE, in_loop, route_after_model
 
 
 def build_subagent_graph(
@@ -37,13 +37,14 @@ def build_subagent_graph(
     g = StateGraph(SubagentState)
     g.add_node("compact", bind_context(compact, context_factory))
     g.add_node("model", bind_context(subagent_model, context_factory))
-    gates = (build_gate_graph(context_factory), build_gate_graph(context_factory, checkpointer=False))
-    g.add_node(TOOL_NODE, tool_call_node(*gates, context_factory), input_schema=GateInput)
+    g.add_node(TOOL_NODE, tool_call_node(build_gate_graph(context_factory), context_factory), input_schema=GateInput)
     g.add_node("finish", bind_context(finish, context_factory))
-    route = compact_or_model(context_tokens)
     g.add_edge(START, "model")
     g.add_edge("compact", "model")
-    g.add_conditional_edges("model", route_after_model, [TOOL_NODE, "finish"])
-    g.add_conditional_edges(TOOL_NODE, route, ["compact", "model", "finish"])
+    # The loop's routes; where the main loop ends a turn, a subagent always goes through `finish` (SubagentStop).
+    g.add_conditional_edges("model", in_loop(route_after_model),
+                            {TOOL_NODE: TOOL_NODE, "compact": "compact", END: "finish"})
+    g.add_conditional_edges(TOOL_NODE, in_loop(compact_or_model(context_tokens)),
+                            {"compact": "compact", "model": "model", "finish": "finish"})
     g.add_edge("finish", END)
     return g.compile(name=name, checkpointer=checkpointer)

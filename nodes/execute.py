@@ -23,9 +23,11 @@ async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:
     # or clock run's calls are not: they are not on the session's thread, and nothing settles or resumes theirs.
     if ctx.agent_kind == "main":
         ctx.services.store.call_started(ctx.session_key, call.id, call.name)
-    # The call gets its own usage meter: tokens a subagent or team spends are folded in once, by this step.
+    # The call gets its own usage meter (tokens a subagent or team spends are folded in once, by this step),
+    # and the admin who allowed it, if any (the tool logs who approved).
     meter = UsageMeter()
-    result = result_dict(await ctx.executor.execute(tool, args, replace(ctx, usage=meter)))
+    ctx = replace(ctx, usage=meter, approved_by=state.get("approved_by", ""))
+    result = result_dict(await ctx.executor.execute(tool, args, ctx))
     update: dict[str, Any] = {"result": result}
     if spent := meter.total():
         update.update(turn_usage=spent, total_usage=spent)

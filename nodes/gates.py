@@ -16,7 +16,7 @@ from langgraph.types import interrupt
 from nodes.hook_events import hook_event
 from nodes.state import GateState
 from nodes.tool_calls import tool_message
-from services.approvals import ALLOW_WORDS
+from services.approvals import ALLOW_WORDS, DENY_WORDS
 from services.context import RunContext
 from services.errors import ToolError
 from tools.base import Tool
@@ -31,6 +31,9 @@ HOOK_ASKS = "A PreToolUse hook asks for approval: {reason}"
 DENIED = 'Not run: user {by} denied the call to "{name}"{why}.'
 NO_ANSWER = 'Not run: no approval for "{name}" ({why}).'
 APPROVAL_PROMPT = 'Tool "{name}" wants to run with {args}\n{why}'
+#: A resume value that is neither an allow nor a deny word (Studio, the HTTP API) is refused, not taken as a deny.
+UNKNOWN_ANSWER = ('{answer!r} is not an answer to this approval; resume with one of: {words} '
+                  '(or {{"decision": "allow" or "deny", "by": "...", "reason": "..."}}).\n')
 
 
 #: Longer arguments are shown head and tail only, with a warning (a long line can hide a command).
@@ -93,18 +96,6 @@ async def _route(call: ToolCall, tool: Tool, args: Any, ctx: RunContext) -> list
     return route
 
 
-async def may_pause(call_dict: dict[str, Any], ctx: RunContext) -> bool:
-    """Whether this call may wait for an approval (and so needs a checkpointer to resume): a config
-    change, a call that needs a human, or one a PreToolUse hook may answer with "ask"."""
-    try:
-        call, tool, args = _call_and_tool({"call": call_dict}, ctx)
-    except ToolError:
-        return False
-    if tool.changes_config or _human_reason(call, tool, args, ctx):
-        return True
-    return await ctx.services.hooks.wants("PreToolUse", call.name)
-
-
 async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     call = ToolCall.from_dict(state["call"])
     out = await ctx.services.hooks.run(hook_event(ctx, "PreToolUse", tool_name=call.name, tool_input=call.args))
@@ -128,27 +119,38 @@ async def post_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     return {"messages": [tool_message({**state, "notes": notes})]}
 
 
-def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext) -> dict[str, Any]:
+def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext, tool: Tool) -> dict[str, Any]:
     """Pause this branch until someone decides; returns the gate's update."""
-    args = shown_args(call.args)
+    masked = tool.shown_args(call.args)
+    args = shown_args(masked)
     request = {
-        "type": "tool_approval", "kind": kind, "tool": call.name, "args": call.args, "call_id": call.id,
+        "type": "tool_approval", "kind": kind, "tool": call.name, "args": masked, "call_id": call.id,
         "reason": why, "session": ctx.session_key, "requester": ctx.requester,
         "prompt": APPROVAL_PROMPT.format(name=call.name, args=args, why=why),
     }
     answer = interrupt(request)
-    decision = answer if isinstance(answer, dict) else {"decision": str(answer)}
-    allowed = str(decision.get("decision", "")).lower() in ALLOW_WORDS
+    while (decision := _decision(answer)) is None:  # ask again, saying which words count
+        words = ", ".join(f'"{w}"' for w in (*ALLOW_WORDS, *DENY_WORDS))
+        refused = UNKNOWN_ANSWER.format(answer=answer, words=words)
+        answer = interrupt({**request, "prompt": refused + str(request["prompt"])})
+    allowed = str(decision.get("decision", "")).strip().lower() in ALLOW_WORDS
     ctx.services.store.log_op("tool_approval", ctx.session_key, str(decision.get("by", "")), {
-        "kind": kind, "tool": call.name, "args": call.args, "decision": "allow" if allowed else "deny",
+        "kind": kind, "tool": call.name, "args": masked, "decision": "allow" if allowed else "deny",
         "reason": decision.get("reason", ""),
     })
     if allowed:
-        return {}
+        return {"approved_by": str(decision.get("by", ""))} if kind == "admin" else {}
     if not decision.get("by"):
         return {"blocked": NO_ANSWER.format(name=call.name, why=decision.get("reason") or "denied")}
     why_not = f" ({decision['reason']})" if decision.get("reason") else ""
     return {"blocked": DENIED.format(by=decision["by"], name=call.name, why=why_not)}
+
+
+def _decision(answer: Any) -> dict[str, Any] | None:
+    """The answer as a decision dict, or None when its word is neither an allow nor a deny word."""
+    decision = answer if isinstance(answer, dict) else {"decision": str(answer)}
+    word = str(decision.get("decision", "")).strip().lower()
+    return decision if word in ALLOW_WORDS or word in DENY_WORDS else None
 
 
 async def admin_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
@@ -157,14 +159,14 @@ async def admin_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
     if not tool.changes_config:
         return {}
     why = f'"{call.name}" changes the configuration: an admin other than the requester must allow it.'
-    return _ask("admin", call, why, ctx)
+    return _ask("admin", call, why, ctx, tool)
 
 
 async def human_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
     """Tools in approval.tools, or calls a tool itself flags (bash off the whitelist), ask a human (G4, G6)."""
     call, tool, args = _call_and_tool(state, ctx)
     why = state.get("hook_ask") or _human_reason(call, tool, args, ctx)
-    return _ask("human", call, why, ctx) if why else {}
+    return _ask("human", call, why, ctx, tool) if why else {}
 
 
 def _human_reason(call: ToolCall, tool: Tool, args: Any, ctx: RunContext) -> str | None:

@@ -1,16 +1,30 @@
-"""The model step: the chat model bound to the session's tools (sorted by name), errors as replies."""
+"""The model step: the chat model bound to the session's tools (sorted by name), errors as replies.
+
+It is also where a turn starts, so that takes no checkpointed step of its own (a turn with one tool call
+stores 5 checkpoints, as `create_agent` does, instead of 7): a new user message is prepared first (prompt
+hooks, session context, reminders: nodes/prepare.py); when the history then needs compacting, the step
+stops there and the graph goes to `compact` and back. When the turn ends and a Stop hook is configured,
+the step goes on to `finish`, which runs it in a step of its own (a failing hook then leaves the reply
+stored, as before); with no Stop hook there is nothing to run, and no step.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage
+from langgraph.types import Command, Overwrite
 
+from checkpoints.fold import fold_messages
+from nodes.compact import needs_compaction
+from nodes.prepare import finish, prepare, starts_turn, stop_event
 from nodes.prompt import request_messages, text_of
 from nodes.state import AgentState, usage_of
+from nodes.tool_calls import pending_calls
 from services.context import RunContext
 from services.errors import ConfigError
 
@@ -25,6 +39,69 @@ NOT_CONFIGURED = "The bot is not configured: {detail}"
 EMPTY_REPLY = "Sorry, the model gave an empty answer. Please ask again, perhaps in other words."
 
 
+FINISH = "finish"
+Update = dict[str, Any] | Command[str]
+
+
+def model_step(context_tokens: Callable[[], int]) -> Callable[[AgentState, RunContext], Awaitable[Update]]:
+    """The graph's `model` node; `context_tokens` gives the compaction threshold (read per run)."""
+
+    async def model(state: AgentState, ctx: RunContext) -> Update:
+        started: dict[str, Any] = {}
+        if starts_turn(state):
+            started = await prepare(state, ctx)
+            state = applied(state, started)
+            if state.get("status") == "blocked":
+                return await _ended(started, state, ctx)
+            if needs_compaction(state, context_tokens()):
+                return started  # the route goes to compact, which comes back here
+        reply = await call_model(state, ctx)
+        update, after = merged(started, reply), appended(state, reply)
+        return update if pending_calls(after) else await _ended(update, after, ctx)
+
+    return model
+
+
+async def _ended(update: dict[str, Any], after: AgentState, ctx: RunContext) -> Update:
+    """The turn's last model step (`after`: the state once `update` is applied): on to `finish` when a
+    Stop hook wants to run. Otherwise the runner is told here (it has nothing to run); should it fail
+    anyway, `finish` tells it again in its own step, so the reply is stored before the turn fails, as
+    when `finish` always was a step."""
+    if await ctx.services.hooks.wants(stop_event(ctx)):
+        return Command(update=update, goto=FINISH)
+    try:
+        await finish(after, ctx)
+    except Exception:
+        log.warning("the %s hook failed for %s; running it again in its own step", stop_event(ctx), ctx.session_key)
+        return Command(update=update, goto=FINISH)
+    return update
+
+
+def applied(state: AgentState, update: dict[str, Any]) -> AgentState:
+    """The state as the next part of the step sees it (messages folded, per-turn fields replaced)."""
+    out: dict[str, Any] = {**state, **{k: v for k, v in update.items() if k not in ("messages", "turn_usage")}}
+    if update.get("messages"):
+        out["messages"] = fold_messages(state.get("messages", []), [update["messages"]])
+    return cast(AgentState, out)
+
+
+def appended(state: AgentState, reply: dict[str, Any]) -> AgentState:
+    """`applied` for the model's reply, a new message: appended without folding the whole history."""
+    out: dict[str, Any] = {**state, **{k: v for k, v in reply.items() if k not in ("messages", "turn_usage")}}
+    out["messages"] = [*state.get("messages", []), *reply.get("messages", [])]
+    return cast(AgentState, out)
+
+
+def merged(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Two parts of one step as one update: messages in order; a turn-usage reset, then the new usage."""
+    out = {**first, **second}
+    if first.get("messages") or second.get("messages"):
+        out["messages"] = [*first.get("messages", []), *second.get("messages", [])]
+    if "turn_usage" in first and first["turn_usage"] is None and second.get("turn_usage") is not None:
+        out["turn_usage"] = Overwrite(second["turn_usage"])
+    return out
+
+
 async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     settings = ctx.services.settings
     if state.get("rounds", 0) >= settings.agent.max_rounds:
@@ -36,7 +113,7 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     schemas = ctx.executor.schemas()
     runnable = model.bind_tools(schemas) if schemas else model
     try:
-        reply = await runnable.ainvoke(request_messages(settings, state.get("messages", [])))
+        reply = await runnable.ainvoke(request_messages(ctx.services, state.get("messages", [])))
     except asyncio.CancelledError:
         raise
     except Exception as e:

@@ -1,7 +1,8 @@
-"""The first step of a turn: prompt hooks, one-shot session context, per-turn reminders.
+"""How a turn starts and ends: prompt hooks, one-shot session context, per-turn reminders; the Stop hook.
 
-Whatever is added here goes at the tail of the user's message (never into the system prompt), so
-the request prefix stays byte-stable.
+`prepare` runs inside the model step (nodes/model.py), so it stores no step of its own; `finish` is a
+step only when a Stop hook is configured. Whatever `prepare` adds goes at the tail of the user's message
+(never into the system prompt), so the request prefix stays byte-stable.
 """
 
 from __future__ import annotations
@@ -23,13 +24,23 @@ def context_block(texts: tuple[str, ...] | list[str]) -> list[str]:
     return [f"<hook_context>\n{t}\n</hook_context>" for t in texts if t]
 
 
+def starts_turn(state: AgentState) -> bool:
+    """A user message whose turn has not started yet is the last one (a new message, from chat or Studio)."""
+    messages = state.get("messages", [])
+    last = messages[-1] if messages else None
+    return isinstance(last, HumanMessage) and state.get("turn") != last.id
+
+
 async def prepare(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     messages = state.get("messages", [])
     last = messages[-1] if messages else None
     if not isinstance(last, HumanMessage):
         return {}
     # A user message starts a turn: per-turn fields start fresh (Studio's input carries only messages).
-    turn: dict[str, Any] = {"rounds": 0, "status": "ok", "reply": "", "turn_usage": None}
+    fresh = {"rounds": 0, "status": "ok", "reply": ""}
+    # Only what changes is written (each write is a new channel version in every later checkpoint).
+    turn: dict[str, Any] = {k: v for k, v in fresh.items() if state.get(k, v) != v}
+    turn.update(turn_usage=None, turn=last.id or "")
     hooks = ctx.services.hooks
     blocks: list[str] = []
     if ctx.services.sessions.first_turn(ctx.session_key):
@@ -47,8 +58,13 @@ async def prepare(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     return {**turn, "messages": [with_tail(last, blocks)]} if blocks else turn
 
 
+def stop_event(ctx: RunContext) -> HookEventName:
+    return "Stop" if ctx.agent_kind == "main" else "SubagentStop"
+
+
 async def finish(state: AgentState, ctx: RunContext) -> dict[str, Any]:
-    event: HookEventName = "Stop" if ctx.agent_kind == "main" else "SubagentStop"
+    """The Stop hook, in a step of its own (the model step goes here only when one is configured)."""
+    event = stop_event(ctx)
     messages = state.get("messages", [])
     result = text_of(messages[-1]) if messages else None
     await ctx.services.hooks.run(hook_event(ctx, event, tool_result=result))

@@ -11,17 +11,19 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, SystemMessage
 
-from services.config import Settings
+from services.container import Services
 
 SUMMARY_TAG = "conversation_summary"
 
 
-def system_prompt(settings: Settings) -> str:
-    return settings.bot.system_prompt
+def system_prompt(services: Services) -> str:
+    """The persona (config/prompt.json, or bot.system_prompt), read at start, then the skill registry's
+    `available_skills` block, which changes only when the skills do (never per turn)."""
+    return "\n\n".join(p for p in (services.persona.text, services.skills.prompt_block()) if p)
 
 
-def request_messages(settings: Settings, history: Sequence[AnyMessage]) -> list[BaseMessage]:
-    return [SystemMessage(system_prompt(settings)), *history]
+def request_messages(services: Services, history: Sequence[AnyMessage]) -> list[BaseMessage]:
+    return [SystemMessage(system_prompt(services)), *history]
 
 
 def user_message(session_key: str, user_id: str, text: str) -> HumanMessage:

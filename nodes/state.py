@@ -3,29 +3,27 @@
 The types are `typing_extensions.TypedDict`: pydantic (which LangGraph uses for the graphs' JSON schemas,
 what Studio's input form reads) refuses `typing.TypedDict` before Python 3.12.
 
-`messages` is a DeltaChannel: a checkpoint stores only the new messages of its step (and a full
-snapshot every `snapshot_frequency` updates), so the checkpoint file grows linearly with the
-conversation instead of with its square, as the stock full-snapshot-per-step storage would.
+`messages` is a delta channel (checkpoints/delta.py): a checkpoint stores only the new messages of its
+step, plus a full copy now and then, spaced in proportion to the history, so the checkpoint file grows
+linearly with the conversation instead of with its square, as the stock full-snapshot-per-step storage
+would. Its reducer is `fold_messages` (checkpoints/fold.py): `add_messages` once per write, in one pass.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage, BaseMessage
-from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
+from checkpoints.delta import GrowingDeltaChannel
+from checkpoints.fold import fold_messages
 
-def fold_messages(state: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
-    """`add_messages` folded over a batch of writes (batching-invariant, as DeltaChannel requires)."""
-    value: Any = state or []
-    for write in writes:
-        value = add_messages(value, write)
-    return value
+__all__ = ["USAGE_KEYS", "AgentState", "GateInput", "GateOutput", "GateState", "TurnStatus", "add_usage",
+           "fold_messages", "usage_of"]
 
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "requests")
@@ -52,12 +50,14 @@ def add_usage(left: dict[str, int] | None, right: dict[str, int] | None) -> dict
 
 
 class AgentState(TypedDict, total=False):
-    messages: Annotated[list[AnyMessage], DeltaChannel(fold_messages, snapshot_frequency=50)]
+    messages: Annotated[list[AnyMessage], GrowingDeltaChannel(fold_messages)]
     #: Token usage of the current message (reset when a message arrives) and of the whole session.
     turn_usage: Annotated[dict[str, int], add_usage]
     total_usage: Annotated[dict[str, int], add_usage]
     #: Tool rounds in the current message.
     rounds: int
+    #: The id of the user message whose turn this is, once its turn has started (nodes/prepare.py).
+    turn: str
     status: TurnStatus
     #: A reply that is not part of the history (e.g. a prompt blocked by a hook).
     reply: str
@@ -75,6 +75,8 @@ class GateState(TypedDict, total=False):
     notes: list[str]
     #: Set when a PreToolUse hook answered "ask": why a human must approve.
     hook_ask: str
+    #: The admin who allowed a configuration change (the admin-approval gate); the tool logs it.
+    approved_by: str
     result: dict[str, Any]
     messages: Annotated[list[AnyMessage], add_messages]
     #: Tokens the call spent outside the loop (a subagent, a team); folded into the turn's usage.

@@ -6,9 +6,11 @@ clear tool result (providers reject a history where a tool call has no result).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.graph import END
 from langgraph.types import Send
 
 from nodes.state import AgentState, GateState
@@ -26,13 +28,35 @@ def calls_of(message: AIMessage) -> list[ToolCall]:
     return calls
 
 
-def route_after_model(state: AgentState) -> list[Send] | str:
+def in_loop(route: Callable[[Any], Any]) -> Callable[[Any], Awaitable[Any]]:
+    """A routing function as a coroutine, for the graph builders: LangGraph runs a plain function on a
+    worker thread in async graphs (a thread hop per route, at every step); a coroutine runs on the loop."""
+
+    async def run(state: Any) -> Any:
+        return route(state)
+
+    run.__name__ = run.__qualname__ = getattr(route, "__name__", "route")
+    return run
+
+
+def pending_calls(state: AgentState) -> list[ToolCall]:
+    """The calls the model just asked for (none when the turn ends here)."""
     last = state["messages"][-1] if state.get("messages") else None
     if isinstance(last, AIMessage) and state.get("status", "ok") == "ok":
-        calls = calls_of(last)
-        if calls:
-            return [Send(TOOL_NODE, {"call": c.to_dict()}) for c in calls]
-    return "finish"
+        return calls_of(last)
+    return []
+
+
+def route_after_model(state: AgentState) -> list[Send] | str:
+    """A branch per tool call; "compact" when the model step only started the turn (the history must be
+    summarized before the model is asked); otherwise the turn is over."""
+    calls = pending_calls(state)
+    if calls:
+        return [Send(TOOL_NODE, {"call": c.to_dict()}) for c in calls]
+    last = state["messages"][-1] if state.get("messages") else None
+    if isinstance(last, HumanMessage) and state.get("status", "ok") == "ok":
+        return "compact"
+    return END
 
 
 def tool_message(state: GateState) -> ToolMessage:

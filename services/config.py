@@ -1,17 +1,28 @@
 """Typed settings: `ania.toml` in the config dir, every key overridable by `ANIA_<SECTION>__<KEY>`.
 
 The settings model is also the key registry: each field carries a description and, through
-`json_schema_extra={"sensitive": True}`, a sensitive flag. `config_get`/`config_set` (a later
-issue) read that registry instead of keeping a second list of keys.
+`json_schema_extra={"sensitive": True}`, a sensitive flag. `config_get`/`config_set`
+(services/config_edit.py) read that registry instead of keeping a second list of keys.
+
+Loading is strict where a mistake would silently change behaviour: an invalid value (in the file or
+the environment, JSON lists included) is one ConfigError line naming the key, its environment
+variable and the file; unknown keys, misspelled sections and `ANIA_*` variables that are no setting
+are warned about with the file, the line and the closest key (they would otherwise be ignored).
 """
 
 from __future__ import annotations
 
+import difflib
+import json
+import logging
 import os
+import re
 import tomllib
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -21,11 +32,17 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+from pydantic_settings.exceptions import SettingsError
 
 from services.errors import ConfigError
 
+log = logging.getLogger(__name__)
+
 ENV_PREFIX = "ANIA_"
 CONFIG_FILE = "ania.toml"
+#: `ANIA_*` variables that are not settings (the two directories; the bash runner's marker; the URL
+#: a Studio server announced).
+OTHER_ENV = ("ANIA_CONFIG_DIR", "ANIA_DATA_DIR", "ANIA_BASH_RUN", "ANIA_STUDIO_URL")
 
 
 class LLMSettings(BaseModel):
@@ -157,6 +174,39 @@ class ToggleSettings(BaseModel):
     enable: bool = Field(False, description="Offer the self-management tools")
 
 
+class SkillsSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    enabled: list[str] = Field(default_factory=list, description="Only these skills (by name); empty = every skill")
+    max_download_mb: float = Field(10.0, gt=0, le=1024, description="Largest download skill_install accepts")
+    download_timeout_sec: float = Field(30.0, gt=0, le=600, description="Deadline of one skill download")
+    max_files: int = Field(1000, ge=1, le=100_000, description="Most entries an installed skill archive may have")
+    max_unpacked_mb: float = Field(50.0, gt=0, le=4096, description="Largest unpacked size of a skill archive")
+class KnowledgeSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    enable: bool = Field(True, description="Offer the knowledge base and long-term memory tools (kb_*, memory_*)")
+    chroma_url: str = Field(
+        "", description="Chroma server URL (e.g. http://127.0.0.1:8000); empty = embedded store in <data dir>/chroma"
+    )
+    max_docs: int = Field(200, ge=1, description="Documents per knowledge base scope (a session, or global)")
+    max_doc_runes: int = Field(1_000_000, ge=1, description="Longest document kb_add or `ania kb add` accepts")
+    max_memories: int = Field(500, ge=1, description="Long-term memories per session")
+    analyzer: Literal["grams", "bigrams", "words"] = Field(
+        "grams", description="Search terms of CJK text: characters and pairs (grams), pairs, or jieba words"
+    )
+
+
+class EmbeddingSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str = Field("", description="OpenAI-compatible /v1/embeddings endpoint; empty = keyword search only")
+    model: str = Field("", description="Embedding model name; empty = keyword search only")
+    api_key: str = Field("", description="API key of the embedding endpoint", json_schema_extra={"sensitive": True})
+    timeout_sec: float = Field(10.0, gt=0, le=120, description="Deadline of one embeddings request")
+    batch_size: int = Field(64, ge=1, le=2048, description="Texts per embeddings request")
+
+
 class Settings(BaseSettings):
     """All settings. Sections mirror `ania.toml` tables. Frozen once loaded: nothing changes them at run
     time (config_set writes the file; the new value takes effect at the next start)."""
@@ -173,7 +223,14 @@ class Settings(BaseSettings):
     mcp: MCPSettings = Field(default_factory=MCPSettings)
     mcp_tool: ToggleSettings = Field(default_factory=ToggleSettings)
     subagent: SubagentSettings = Field(default_factory=SubagentSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    skill_tool: ToggleSettings = Field(default_factory=ToggleSettings)
     clock: ClockSettings = Field(default_factory=ClockSettings)
+    knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+
+    #: The file `load_settings` read (or would have read: it may not exist); errors name it.
+    config_file: ClassVar[Path | None] = None
 
     @classmethod
     def settings_customise_sources(
@@ -196,11 +253,15 @@ class Paths:
     data_dir: Path
 
     @classmethod
-    def from_env(cls) -> Paths:
-        return cls(
-            config_dir=Path(os.environ.get("ANIA_CONFIG_DIR", "./config")).resolve(),
-            data_dir=Path(os.environ.get("ANIA_DATA_DIR", "./data")).resolve(),
-        )
+    def from_env(cls, *, check: bool = False) -> Paths:
+        """With `check`, an `ANIA_CONFIG_DIR` that does not exist is an error: a typo there would
+        silently drop the admins, the approval list and every other setting of the file."""
+        given = os.environ.get("ANIA_CONFIG_DIR")
+        config_dir = Path(given or "./config").resolve()
+        if check and given and not config_dir.is_dir():
+            raise ConfigError(f"the config dir {config_dir} (ANIA_CONFIG_DIR={given}) does not exist or is not a "
+                              "directory; create it, or unset ANIA_CONFIG_DIR to use ./config")
+        return cls(config_dir=config_dir, data_dir=Path(os.environ.get("ANIA_DATA_DIR", "./data")).resolve())
 
 
 @dataclass(frozen=True)
@@ -211,12 +272,19 @@ class KeyInfo:
     sensitive: bool
 
 
-def registry() -> list[KeyInfo]:
-    """Every registered key (sorted), derived from the settings model."""
-    out: list[KeyInfo] = []
+def _sections() -> dict[str, type[BaseModel]]:
+    out = {}
     for section, sfield in Settings.model_fields.items():
         model = sfield.annotation
         assert isinstance(model, type) and issubclass(model, BaseModel), section
+        out[section] = model
+    return out
+
+
+def registry() -> list[KeyInfo]:
+    """Every registered key (sorted), derived from the settings model."""
+    out: list[KeyInfo] = []
+    for section, model in _sections().items():
         for name, f in model.model_fields.items():
             extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
             out.append(
@@ -236,31 +304,169 @@ def env_name(key: str) -> str:
 
 
 def load_settings(config_dir: Path) -> Settings:
-    """Read `ania.toml` (if present) and the environment. Raises ConfigError with one clear line."""
-    path = config_dir / CONFIG_FILE
-    if path.exists():
-        try:
-            tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"config file {path} is not valid TOML: {e}") from None
+    """Read `ania.toml` (if present) and the environment. Raises ConfigError with one clear line;
+    logs a warning for each unknown key, section or `ANIA_*` variable."""
+    path = Path(config_dir) / CONFIG_FILE
+    data, lines = _read_toml(path)
+    env = {k.upper(): v for k, v in os.environ.items() if k.upper().startswith(ENV_PREFIX)}
+    for warning in [*_unknown_in_file(data, lines, path), *_unknown_in_env(env)]:
+        log.warning("%s", warning)
+    _check_env_json(env, path)
     config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path if path.exists() else None})
-    cls = type("FileSettings", (Settings,), {"model_config": config})
+    cls = type("FileSettings", (Settings,), {"model_config": config, "config_file": path})
     try:
         return cls()
     except ValidationError as e:
-        err = e.errors()[0]
-        key = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(
-            f"invalid setting {key} ({env_name(key)}): {err['msg']}"
-            + (f" ({len(e.errors()) - 1} more)" if len(e.errors()) > 1 else "")
-        ) from None
+        raise ConfigError(_invalid(e, data, lines, path, env)) from None
+    except SettingsError as e:  # a source that could not be parsed at all (the JSON check catches the usual ones)
+        raise ConfigError(f"invalid settings in the environment or {path}: {e}") from None
 
 
 def require_llm(settings: Settings) -> None:
     """The model settings are checked when a run starts, not at import (Studio imports the graph)."""
+    path = settings.config_file or Path(CONFIG_FILE)
+    where = str(path) if path.exists() else f"{path} (not there yet: config.example/ania.toml is a commented start)"
     for key in ("base_url", "model"):
         if not getattr(settings.llm, key):
             raise ConfigError(
-                f"missing setting llm.{key}: set it in {CONFIG_FILE} under [llm] or as {env_name('llm.' + key)}"
+                f"missing setting llm.{key}: set it in {where} under [llm] or as {env_name('llm.' + key)}"
                 " (or try `make demo`, an offline scripted model)"
             )
+
+
+# --- what load_settings checks ---------------------------------------------------------------------
+Lines = dict[tuple[str, ...], int]
+_TABLE = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_PART = r"""(?:"[^"]*"|'[^']*'|[A-Za-z0-9_\-]+)"""
+_ASSIGN = re.compile(rf"^\s*({_PART}(?:\s*\.\s*{_PART})*)\s*=")
+
+
+def _key_parts(text: str) -> tuple[str, ...]:
+    return tuple(part.strip().strip("\"'") for part in re.findall(r'"[^"]*"|\'[^\']*\'|[^.]+', text))
+
+
+def _read_toml(path: Path) -> tuple[dict[str, Any], Lines]:
+    """The file's data and the line where each table and key first appears (tomllib keeps no positions)."""
+    if not path.exists():
+        return {}, {}
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config file {path} is not valid TOML: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
+    lines: Lines = {}
+    table: tuple[str, ...] = ()
+    for number, line in enumerate(text.splitlines(), 1):
+        if m := _TABLE.match(line):
+            table = _key_parts(m.group(1))
+            found = table
+        elif m := _ASSIGN.match(line):
+            found = table + _key_parts(m.group(1))
+        else:
+            continue
+        for i in range(1, len(found) + 1):
+            lines.setdefault(found[:i], number)
+    return data, lines
+
+
+def _at(path: Path, lines: Lines, *parts: str) -> str:
+    number = lines.get(tuple(parts))
+    return f"{path}:{number}" if number else str(path)
+
+
+def _closest(word: str, options: list[str], cutoff: float = 0.6) -> str | None:
+    """The option most like `word` (case-insensitively), if any is close."""
+    lowered = {o.lower(): o for o in options}
+    found = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=cutoff)
+    return lowered[found[0]] if found else None
+
+
+def _all_keys() -> list[str]:
+    return [f"{s}.{k}" for s, m in _sections().items() for k in m.model_fields]
+
+
+def _unknown_in_file(data: dict[str, Any], lines: Lines, path: Path) -> list[str]:
+    sections = _sections()
+    out = []
+    for section, value in data.items():
+        if section not in sections:
+            if isinstance(value, dict):
+                hint = _closest(section, list(sections))
+                suggestion = f"did you mean [{hint}]?" if hint else f"sections: {', '.join(sorted(sections))}"
+                out.append(f"{_at(path, lines, section)}: unknown section [{section}] (ignored); {suggestion}")
+            else:
+                hint = next((k for k in _all_keys() if k.endswith("." + section)), None) or _closest(
+                    section, _all_keys())
+                suggestion = f"; did you mean {hint}?" if hint else ""
+                out.append(f"{_at(path, lines, section)}: unknown key {section} outside any [section] "
+                           f"(ignored){suggestion}")
+            continue
+        if not isinstance(value, dict):
+            continue  # not a table: the validation error names it
+        fields = list(sections[section].model_fields)
+        for key in value:
+            if key in fields:
+                continue
+            hint = _closest(key, fields)
+            elsewhere = [k for k in _all_keys() if k.endswith("." + key)]
+            if hint:
+                suggestion = f"did you mean {section}.{hint}?"
+            elif elsewhere:
+                suggestion = f"did you mean {elsewhere[0]}?"
+            else:
+                suggestion = f"keys of [{section}]: {', '.join(sorted(fields))}"
+            out.append(f"{_at(path, lines, section, key)}: unknown key {section}.{key} (ignored); {suggestion}")
+    return out
+
+
+def _unknown_in_env(env: Mapping[str, str]) -> list[str]:
+    known = {env_name(k) for k in _all_keys()} | {f"{ENV_PREFIX}{s.upper()}" for s in _sections()}
+    out = []
+    for name in sorted(env):
+        if name in known or name in OTHER_ENV:
+            continue
+        hint = _closest(name, sorted(known), cutoff=0.85)  # the shared ANIA_ prefix makes anything look close
+        if "__" in name or hint:
+            suggestion = f"; did you mean {hint}?" if hint else ""
+            out.append(f"environment variable {name} is not a setting (ignored){suggestion}")
+    return out
+
+
+def _is_json_field(section: str, key: str) -> bool:
+    model = _sections().get(section)
+    field = model.model_fields.get(key) if model else None
+    if field is None:
+        return False
+    origin = typing.get_origin(field.annotation)
+    return origin in (list, dict, tuple, set) or field.annotation in (list, dict)
+
+
+def _check_env_json(env: Mapping[str, str], path: Path) -> None:
+    """List settings come from the environment as JSON; pydantic-settings' own error names no key."""
+    for key in _all_keys():
+        section, _, name = key.partition(".")
+        value = env.get(env_name(key))
+        if value is None or not _is_json_field(section, name):
+            continue
+        try:
+            json.loads(value)
+        except json.JSONDecodeError as e:
+            raise ConfigError(
+                f"invalid setting {key} from {env_name(key)} (overrides {path}): not valid JSON ({e.msg} at "
+                f"column {e.colno} of {value[:60]!r}); give a JSON list such as '[\"a\", \"b\"]'"
+            ) from None
+
+
+def _invalid(e: ValidationError, data: dict[str, Any], lines: Lines, path: Path, env: Mapping[str, str]) -> str:
+    err = e.errors()[0]
+    loc = [str(p) for p in err["loc"]]
+    key = ".".join(loc[:2])
+    sensitive = next((k.sensitive for k in registry() if k.key == key), False)
+    got = "" if sensitive or "input" not in err else f" (got {str(err['input'])[:60]!r})"
+    more = f" ({len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
+    variable = env_name(key) if len(loc) > 1 else f"{ENV_PREFIX}{loc[0].upper()}"
+    if variable in env:
+        return f"invalid setting {key} from {variable} (overrides {path}): {err['msg']}{got}{more}"
+    return f"invalid setting {key} in {_at(path, lines, *loc[:2])} (env {variable}): {err['msg']}{got}{more}"

@@ -8,13 +8,18 @@ from dataclasses import dataclass
 from services.admins import Admins
 from services.approvals import Approvals
 from services.clock import ClockService
+from services.commands import CommandStore
 from services.config import Paths, Settings
+from services.config_edit import ConfigEditor
 from services.hooks.types import HookRunner
+from services.knowledge import KnowledgeService
 from services.llm import ModelFactory
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
+from services.persona import Persona
 from services.plan_mode import PlanMode
 from services.sessions import SessionRegistry
+from services.skills import SkillInstaller, SkillRegistry
 from services.store import AppStore
 from services.subagents import Subagents
 from services.teams import TeamStore
@@ -43,3 +48,11 @@ class Services:
     #: Scheduled tasks (C1-C7); it fires only once `start()` is called (ania chat), its runs go through the
     #: runner bound with the checkpointer (ania/compose.py `bind_clock`).
     clock: ClockService
+    #: Skills (S1-S4), custom commands (G8), the system prompt's base (prompt.json), config editing (T8).
+    skills: SkillRegistry
+    skill_installer: SkillInstaller
+    commands: CommandStore
+    persona: Persona
+    config: ConfigEditor
+    #: The knowledge base and long-term memory (K1-K5), Chroma opened at first use.
+    knowledge: KnowledgeService

@@ -49,6 +49,8 @@ class RunContext:
     deadline: float | None = None
     #: Tokens a tool call spent outside the loop (subagents, team members); set per call by the execute step.
     usage: UsageMeter | None = None
+    #: The admin who allowed this call (set per call by the admin-approval gate; "" otherwise).
+    approved_by: str = ""
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()

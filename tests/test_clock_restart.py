@@ -191,3 +191,29 @@ async def test_fire_times_that_passed_while_down_run_once_or_are_logged_missed(s
 
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).replace(microsecond=0).isoformat()
+
+
+async def test_reboot_stops_the_old_clock_and_the_new_engine_fires_the_tasks(scripted_llm, make_chat, tmp_path):
+    cfg = tmp_path / "config"
+    cfg.mkdir()
+    (cfg / "ania.toml").write_text(
+        f'[llm]\nbase_url = "{scripted_llm.base_url}"\nmodel = "scripted-model"\napi_key = "k"\nmax_retries = 0\n'
+        '[bot]\nadmins = ["admin"]\n[clock]\nmin_interval_sec = 1\n')
+    scripted_llm.respond_with(Router()
+        .on("remind me every 2 seconds", Calls([("clock_create", {"schedule": "@every 2s", "prompt": "PROMPT-T tick"})]),
+            Reply("Scheduled."))
+        .on("PROMPT-T", Reply("Tick!")))
+    chat = await make_chat(None)
+    old = chat.engine.services
+    await old.clock.start()
+    assert await chat.say("f:admin", "admin", "remind me every 2 seconds") == ["Scheduled."]
+    await runs_until(old.clock, "f:admin", finished)
+    rebooted = time.time()
+    [reply] = await chat.say("f:admin", "admin", "/reboot")
+    assert reply.startswith("Restarted with the settings in config/")
+    new = chat.engine.services
+    assert new is not old and not old.clock.running and new.clock.running  # the old scheduler fires no more
+    rows = await runs_until(new.clock, "f:admin",
+                            lambda rows: any(r.status == "success" and (r.started or 0) > rebooted for r in rows))
+    assert all(r.status in ("success", "interrupted") for r in rows)  # nothing left `running`
+    assert chat.out["f:admin"].count("Tick!") >= 2 and [v.id for v in new.clock.views("f:admin")] == [1]

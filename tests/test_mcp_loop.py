@@ -56,7 +56,7 @@ async def test_lazy_native_loads_into_the_session_and_keeps_it(scripted_llm, mak
     assert tool_results(reqs[3]) == [
         'MCP servers (1):\n## web (1 of 9 tools match "integers")\n- mcp__web__add: Add two integers.\n'
         "Load tools with mcp_load(names=[...]); they stay in your tool list for the rest of this conversation.",
-        "Loaded 1 tools: mcp__web__add. They are in your tool list from now on in this conversation.",
+        "Loaded 1 tool: mcp__web__add. It is in your tool list from now on in this conversation.",
         "5",
     ]
     scripted_llm.script([Calls([("mcp__web__add", {"a": 1, "b": 1})]), Reply("2")])
@@ -92,7 +92,7 @@ async def test_lazy_proxy_never_changes_the_tools_array(scripted_llm, make_chat,
     assert "mcp_call" in reqs[0].tool_names and not any(n.startswith("mcp__") for n in reqs[0].tool_names)
     assert len({tools_bytes(r.raw) for r in reqs}) == 1  # byte-identical tools array in every request
     results = tool_results(reqs[2])
-    assert results[0].startswith("Loaded 1 tools. Call them with mcp_call(name, arguments)")
+    assert results[0].startswith("Loaded 1 tool. Call it with mcp_call(name, arguments)")
     assert '"required":["a","b"]' in results[0]
     assert results[1] == "42"
     for prev, cur in itertools.pairwise(reqs):  # each request extends the previous one

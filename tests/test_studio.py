@@ -5,6 +5,9 @@ no tracing) against the scripted model. Its working directory is a temp dir: the
 writes `.langgraph_api/` into its cwd, and the CLI drops `disable_persistence` from the config, so a
 repo-root cwd would leave test threads in the developer's Studio. The config is the repo's
 langgraph.json with its graph paths made absolute (the repo root goes on PYTHONPATH).
+
+The port asked for is taken on purpose: `langgraph dev` then serves elsewhere, and the tests find the
+server through the one line Ania prints with the URL it really serves on.
 """
 
 from __future__ import annotations
@@ -37,11 +40,6 @@ APPROVAL_TOOL = "todo_write"
 TODO_ARGS = {"todos": [{"content": "Check the time", "status": "pending"}]}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _studio_config(tmp: Path) -> Path:
     config = json.loads((ROOT / "langgraph.json").read_text())
@@ -61,6 +59,11 @@ class Studio:
         self.llm = llm
         self.proc = proc
         self.log = log
+
+    def served_url(self) -> str | None:
+        m = re.search(r"^Ania: graphs agent, gate, subagent and team served at (http://\S+) \(Studio: ", self.log.read_text(errors="replace"),
+                      re.M)
+        return m.group(1) if m else None
 
     def log_tail(self) -> str:
         return self.log.read_text(errors="replace")[-4000:]
@@ -90,7 +93,10 @@ class Studio:
 def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     tmp = tmp_path_factory.mktemp("studio")
     llm = ScriptedOpenAI().start()
-    port = _free_port()
+    taken = socket.socket()  # the port asked for is busy
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANIA_", "LANGSMITH_", "LANGCHAIN_"))}
     env.update(OFFLINE_ENV, PYTHONPATH=str(ROOT), ANIA_CONFIG_DIR=str(tmp / "config"), ANIA_DATA_DIR=str(tmp / "data"),
                ANIA_LLM__BASE_URL=llm.base_url, ANIA_LLM__MODEL="scripted-model", ANIA_LLM__API_KEY="k",
@@ -107,6 +113,11 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
         while True:
             assert proc.poll() is None, f"langgraph dev exited with {proc.returncode}:\n{s.log_tail()}"
             assert time.monotonic() < deadline, f"langgraph dev not ready in {READY_SEC} s:\n{s.log_tail()}"
+            url = s.served_url()
+            if url is None:
+                time.sleep(0.3)
+                continue
+            s.http.base_url = httpx.URL(url)
             try:
                 if s.http.get("/ok", timeout=2).status_code == 200:
                     break
@@ -115,6 +126,7 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
             time.sleep(0.3)
         yield s
     finally:
+        taken.close()
         s.http.close()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -171,6 +183,16 @@ def test_team_graph_gathers_its_members(studio: Studio, llm: ScriptedOpenAI) -> 
     assert summary.index("ROLE-A") < summary.index("\n\n[b ok, ") < summary.index("ROLE-B")
 
 
+def test_the_real_url_is_printed_once_when_the_port_is_taken(studio: Studio) -> None:
+    log = studio.log.read_text(errors="replace")
+    asked = int(re.search(r"--port', '(\d+)'", str(studio.proc.args)).group(1))
+    served = studio.served_url()
+    assert served is not None and not served.endswith(f":{asked}"), "the taken port cannot be the one served"
+    assert f"Port {asked} is already in use" in log  # langgraph dev's own warning, lost among the log lines
+    assert len(re.findall(r"^Ania: graphs agent, gate, subagent and team served at ", log, re.M)) == 1
+    assert f"(Studio: https://smith.langchain.com/studio/?baseUrl={served})" in log
+
+
 def test_run_answers_with_the_scripted_reply(studio: Studio, llm: ScriptedOpenAI) -> None:
     llm.script([Reply("hello from the script")])
     thread = studio.thread()
@@ -214,6 +236,24 @@ def test_approval_interrupts_and_resumes(studio: Studio, llm: ScriptedOpenAI) ->
     assert "__interrupt__" not in out and _last(out)["content"] == "planned"
     result = llm.requests[1].messages[-1]
     assert result["role"] == "tool" and result["content"].startswith("Todo list updated")
+
+
+def test_an_unknown_resume_word_is_refused_with_the_accepted_ones(studio: Studio, llm: ScriptedOpenAI) -> None:
+    """"maybe" used to count as a deny; now the call keeps waiting and the prompt says what counts."""
+    llm.script([Calls([(APPROVAL_TOOL, TODO_ARGS)]), Reply("planned after all")])
+    thread = studio.thread()
+    assert studio.say(thread, "make a plan")["__interrupt__"]
+    out = studio.wait(thread, command={"resume": "maybe"})
+    (pending,) = out["__interrupt__"]
+    assert pending["value"]["tool"] == APPROVAL_TOOL and len(llm.requests) == 1
+    assert pending["value"]["prompt"].startswith(
+        "'maybe' is not an answer to this approval; resume with one of: \"allow\", \"yes\", \"允许\", \"同意\", "
+        "\"deny\", \"no\", \"拒绝\"")
+    out = studio.wait(thread, command={"resume": {"decision": "perhaps", "by": "studio"}})
+    assert out["__interrupt__"], "a decision dict with an unknown word is refused too"
+    out = studio.wait(thread, command={"resume": "allow"})
+    assert "__interrupt__" not in out and _last(out)["content"] == "planned after all"
+    assert llm.requests[1].messages[-1]["content"].startswith("Todo list updated")
 
 
 def test_denied_approval_becomes_the_tool_result(studio: Studio, llm: ScriptedOpenAI) -> None:

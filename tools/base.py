@@ -61,6 +61,11 @@ class Tool(ABC, Generic[P]):
         """Whether plan mode blocks this call; a proxy tool (mcp_call) decides per target."""
         return self.side_effect
 
+    def shown_args(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The arguments as an approval prompt and the operation log show them; a tool that takes
+        secrets (config_set of a sensitive key) masks them here."""
+        return raw
+
     def approval_reason(self, args: P, ctx: Any) -> str | None:
         """Why this particular call needs a human's approval, or None. bash overrides this (G6)."""
         return None

@@ -1,35 +1,207 @@
 """The terminal platform: `ania chat`. Each input line is a message from the local user.
 
-Texts for the session that arrive between turns (a scheduled task's reply, C5) are printed as they arrive.
-At a TTY lines are read freely (so `/stop` works mid-turn). With piped stdin the next line is read
-once the current turn has finished or is waiting for an approval, so a script like
-`printf 'run ls\nallow\n' | ania chat` answers the approval the way a person would.
+Input: stdin may be a TTY, a pipe, a regular file or /dev/null. A daemon thread reads the descriptor
+with plain `os.read` and hands lines to the loop; asyncio's pipe transports accept only pipes and
+sockets, and epoll refuses regular files and /dev/null. At a TTY lines are taken as they come (so
+`/stop` works mid-turn); otherwise the next line is taken once the current turn has finished or is
+waiting for an approval, so `printf 'run ls\\nallow\\n' | ania chat` answers the approval the way a
+person would. `/quit` and `/exit` end the chat (running turns are stopped), as does the end of input
+(running turns finish first).
+
+Output: replies go to stdout, and so do texts for the session that arrive between turns (a scheduled
+task's reply, C5: the clock starts with the chat). When stdout is a TTY, a status line shows what the bot is doing now
+("thinking", "running bash", "waiting for approval", with the seconds spent and, after a while, the
+model endpoint it waits for), each tool call that finished gets a line, and a failed model call names
+the endpoint's URL. The steps come from a LangChain callback handler carried by a context variable
+(the way LangChain attaches tracers), so the engine needs no hook for its terminal.
+
+Ctrl-C: the running turns are stopped and settled before the engine closes, then the CLI prints one
+line and exits 130.
+
+`/as <user> <text>` sends one line as another user (e.g. a second admin answering a configuration
+change's approval). Only the local operator may: with `--user`, the terminal has that user's rights
+and nothing more.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import logging
+import os
+import re
 import sys
-from typing import TextIO
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+from uuid import UUID
 
-from ania.engine import Engine
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.tracers.context import register_configure_hook
+
+from ania.engine import Engine, TurnResult
 from ania.entry import MessageEntry
 from ania.platforms.bridge import ChatBridge
+from nodes.model import MODEL_FAILED
+
+QUIT = ("/quit", "/exit")
+READ_SIZE = 65536
+FRAMES = "|/-\\"
+TICK_SEC = 0.1
+#: After this long on one model call, the status line also names the endpoint it waits for.
+SLOW_SEC = 5.0
+STEP_NAMES = {"prepare": "thinking", "model": "thinking", "compact": "compacting the conversation",
+              "finish": "finishing"}
+
+#: The status handler of the running chat, inherited by the turn tasks it starts (see module docstring).
+_steps_var: contextvars.ContextVar[BaseCallbackHandler | None] = contextvars.ContextVar("ania_steps", default=None)
+register_configure_hook(_steps_var, True)
 
 
-async def _stdin_lines() -> asyncio.StreamReader:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    return reader
+class StdinLines:
+    """Lines of a file descriptor, read by a daemon thread; `None` at the end of input."""
+
+    def __init__(self, fd: int) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        threading.Thread(target=self._pump, args=(fd,), name="ania-stdin", daemon=True).start()
+
+    def _put(self, item: str | None) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is reading any more
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+
+    def _pump(self, fd: int) -> None:
+        rest = b""
+        try:
+            while chunk := os.read(fd, READ_SIZE):
+                *lines, rest = (rest + chunk).split(b"\n")
+                for line in lines:
+                    self._put(line.decode("utf-8", errors="replace"))
+        except OSError:
+            pass  # a closed or unreadable stdin is the end of input
+        if rest:
+            self._put(rest.decode("utf-8", errors="replace"))
+        self._put(None)
+
+    async def readline(self) -> str | None:
+        return await self._queue.get()
 
 
-async def run_terminal(engine: Engine, session_key: str, user_id: str, out: TextIO = sys.stdout) -> None:
-    tty = sys.stdin.isatty()
+class StatusLine:
+    """The one line at the bottom of a TTY that says what the bot is doing; redrawn in place."""
 
-    def emit(text: str) -> None:
-        out.write(("ania> " if tty else "") + text + "\n")
+    def __init__(self, out: TextIO, endpoint: str) -> None:
+        self.out = out
+        self.endpoint = endpoint
+        self.step = "thinking"
+        self.step_since = time.monotonic()
+        self.waiting = False
+        self._frame = 0
+        self._started = 0.0
+        self._shown = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._started = self.step_since = time.monotonic()
+            self.step = "thinking"
+            self._task = asyncio.create_task(self._spin())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self.clear()
+
+    def set(self, step: str) -> None:
+        if step != self.step:
+            self.step, self.step_since = step, time.monotonic()
+            self.draw()
+
+    def clear(self) -> None:
+        if self._shown:
+            self.out.write("\r\x1b[K")
+            self.out.flush()
+            self._shown = False
+
+    def draw(self) -> None:
+        if self._task is None:
+            return
+        now = time.monotonic()
+        step = "waiting for approval" if self.waiting else self.step
+        if step == "thinking" and now - self.step_since > SLOW_SEC:
+            step += f", waiting for {self.endpoint}"
+        self.out.write(f"\r\x1b[K{FRAMES[self._frame % len(FRAMES)]} {step} ({now - self._started:.0f} s)")
+        self.out.flush()
+        self._shown = True
+
+    async def _spin(self) -> None:
+        while True:
+            self.draw()
+            await asyncio.sleep(TICK_SEC)
+            self._frame += 1
+
+
+class StepWatcher(BaseCallbackHandler):
+    """Turns LangGraph node events into the status line's step and a line per finished tool call."""
+
+    run_inline = True  # called on the loop thread, in order
+
+    def __init__(self, status: StatusLine, emit_note: Any) -> None:
+        self.status = status
+        self.emit_note = emit_note
+        self._calls: dict[UUID, tuple[str, str, float]] = {}  # run id → (call id, tool, started)
+
+    def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
+                       metadata: dict[str, Any] | None = None, name: str | None = None, **kw: Any) -> None:
+        node = (metadata or {}).get("langgraph_node")
+        if name is None or name != node:
+            return  # an edge or a runnable inside a node, not a node
+        call = inputs.get("call") if isinstance(inputs, dict) else None
+        if isinstance(call, dict) and call.get("name"):
+            if all(c[0] != call.get("id") for c in self._calls.values()):  # the outermost node of this call
+                self._calls[run_id] = (str(call.get("id")), str(call["name"]), time.monotonic())
+            self._show_calls()
+        elif name in STEP_NAMES:
+            self.status.set(STEP_NAMES[name])
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kw: Any) -> None:
+        done = self._calls.pop(run_id, None)
+        if done is not None:
+            self.emit_note(f"  - ran {done[1]} ({time.monotonic() - done[2]:.1f} s)")
+            self._show_calls()
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kw: Any) -> None:
+        if self._calls.pop(run_id, None) is not None:  # paused for an approval (it runs again) or stopped
+            self._show_calls()
+
+    def _show_calls(self) -> None:
+        names = sorted({c[1] for c in self._calls.values()})
+        self.status.set("running " + ", ".join(names) if names else "thinking")
+
+
+async def run_terminal(engine: Engine, session_key: str, user_id: str, out: TextIO = sys.stdout, *,
+                       note: str = "", stdin_fd: int = 0, local: bool = False) -> None:
+    """`local`: the person at the terminal is the bot's operator (no --user), who may speak `/as` others."""
+    tty_in = os.isatty(stdin_fd)
+    llm = engine.services.settings.llm
+    status = StatusLine(out, llm.base_url) if out.isatty() else None
+
+    def emit(text: str) -> None:  # the status line comes back at its next tick if the turn goes on
+        if status is not None:
+            status.clear()
+        out.write(("ania> " if tty_in else "") + text + "\n")
         out.flush()
+
+    def emit_note(text: str) -> None:
+        if status is not None:
+            status.clear()
+            out.write(text + "\n")
+            out.flush()
 
     async def send(text: str) -> None:
         emit(text)
@@ -38,30 +210,126 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
         emit(text if session == session_key else f"[to {session}] {text}")
         return True
 
+    active: set[asyncio.Task[TurnResult]] = set()
+
+    def turn_done(task: asyncio.Task[TurnResult]) -> None:
+        active.discard(task)
+        if not task.cancelled() and task.exception() is None and _endpoint_failed(task.result()):
+            line = f"ania: the model endpoint {llm.base_url} (model {llm.model}) failed: {_detail(task.result())}"
+            if status is not None:
+                emit_note(line)
+            else:
+                sys.stderr.write(line + "\n")
+
+    if status is not None:
+        _steps_var.set(StepWatcher(status, emit_note))
+        unfilter = _clear_before_logs(status)
     detach = engine.services.outboxes.attach("terminal", outbox)
     await engine.services.clock.start()  # scheduled tasks fire while the chat waits for input; replies print here
     bridge = ChatBridge(send, engine.services.paths.data_dir / "outbox" / session_key)
     entry = MessageEntry(engine, lambda _key: bridge)
-    reader = await _stdin_lines()
-    if tty:
+    lines = StdinLines(stdin_fd)
+    if tty_in:
         role = "an admin" if engine.services.admins.is_admin(user_id) else "not an admin"
-        out.write(f"Ania chat, session {session_key} (you are {user_id}, {role}). "
-                  "Type a message; /stop stops a turn, /plan on|off, Ctrl-D quits.\n")
+        out.write(f"Ania chat, session {session_key} (you are {user_id}, {role}); model {llm.model} at "
+                  f"{llm.base_url}{f', an {note}' if note else ''}.\n"
+                  "Type a message; /help lists the commands, /stop stops a turn, /quit or Ctrl-D quits.\n")
         out.flush()
+    try:
+        while True:
+            if status is not None:
+                if active:
+                    status.start()
+                else:
+                    await status.stop()
+            line = await _next_line(lines, status, engine, session_key, active)
+            if line is None:
+                await entry.drain()
+                break
+            if line.lower() in QUIT:
+                await entry.stop(session_key)
+                break
+            speaker, line = _speaker(line, user_id, local)
+            if not line:
+                emit("Usage: /as <user> <text> (only the local operator, without --user)")
+                continue
+            task = await entry.submit(session_key, speaker, line)
+            if task is None:
+                continue
+            active.add(task)
+            task.add_done_callback(turn_done)
+            if status is not None:
+                status.start()
+            if not tty_in:
+                await _until_idle_or_asking(task, engine, session_key)
+    except asyncio.CancelledError:  # Ctrl-C: stop and settle the turns before the engine closes
+        if status is not None:
+            await status.stop()
+        if out.isatty():
+            out.write("\r\x1b[K")
+            out.flush()
+        await entry.stop(session_key)
+        raise
+    finally:
+        if status is not None:
+            await status.stop()
+            _steps_var.set(None)
+            unfilter()
+        detach()
+
+
+async def _next_line(lines: StdinLines, status: StatusLine | None, engine: Engine, session_key: str,
+                     active: set[asyncio.Task[TurnResult]]) -> str | None:
+    """The next non-empty line (None at the end of input); keeps the status line's approval flag fresh."""
     while True:
-        raw = await reader.readline()
-        if not raw:
-            break
-        line = raw.decode("utf-8", errors="replace").strip()
-        if not line:
-            continue
-        task = await entry.submit(session_key, user_id, line)
-        if task is not None and not tty:
-            await _until_idle_or_asking(task, engine, session_key)
-    await entry.drain()
-    detach()
+        reader = asyncio.ensure_future(lines.readline())
+        while status is not None and active and not reader.done():
+            status.waiting = engine.services.approvals.is_waiting(session_key)
+            await asyncio.wait([reader, *active], timeout=TICK_SEC, return_when=asyncio.FIRST_COMPLETED)
+            if not active:
+                await status.stop()
+        raw = await reader
+        if raw is None:
+            return None
+        if raw.strip():
+            return raw.strip()
 
 
-async def _until_idle_or_asking(task: asyncio.Task, engine: Engine, session_key: str) -> None:
+def _clear_before_logs(status: StatusLine) -> Callable[[], None]:
+    """Log lines (stderr, same terminal) start on a clean line instead of after the status text."""
+
+    def clear(record: logging.LogRecord) -> bool:
+        status.clear()
+        return True
+
+    handlers = list(logging.getLogger().handlers)
+    for h in handlers:
+        h.addFilter(clear)
+
+    def undo() -> None:
+        for h in handlers:
+            h.removeFilter(clear)
+
+    return undo
+
+
+def _endpoint_failed(result: TurnResult) -> bool:
+    return result.status == "error" and result.reply.startswith(MODEL_FAILED.split("(")[0])
+
+
+def _detail(result: TurnResult) -> str:
+    m = re.search(r"\(([^)]*)\)", result.reply)
+    return m.group(1) if m else "see the log (-v)"
+
+
+def _speaker(line: str, user_id: str, local: bool) -> tuple[str, str]:
+    """(who says it, what) for one input line; an empty text means a misused /as."""
+    if not line.startswith("/as ") and line != "/as":
+        return user_id, line
+    who, _, text = line[4:].strip().partition(" ")
+    return (who, text.strip()) if local and who and text.strip() else (user_id, "")
+
+
+async def _until_idle_or_asking(task: asyncio.Task[TurnResult], engine: Engine, session_key: str) -> None:
     while not task.done() and not engine.services.approvals.is_waiting(session_key):  # noqa: ASYNC110 - two conditions
         await asyncio.sleep(0.02)

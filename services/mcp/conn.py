@@ -35,7 +35,7 @@ from mcp.shared.exceptions import McpError
 
 from services.mcp.config import MCPError, ServerSpec
 from services.mcp.convert import offerable
-from services.mcp.transport import connect_error, describe, http_client_factory
+from services.mcp.transport import connect_error, describe, http_client_factory, stdio_session
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +142,11 @@ class MCPConnection:
     async def _own(self, gen: int, ready: asyncio.Future[Any], stop: asyncio.Event, down: asyncio.Event) -> None:
         """The owner task: enters the transport + session contexts and holds them until `stop`."""
         try:
-            connection = cast(Connection, self.spec.connection(self._http_factory(gen)))  # one of its TypedDicts
-            async with create_session(connection) as session:
+            if self.spec.transport == "stdio":  # its stderr goes to the log, not the terminal
+                opened = stdio_session(self.spec)
+            else:
+                opened = create_session(cast(Connection, self.spec.connection(self._http_factory(gen))))
+            async with opened as session:
                 await session.initialize()
                 tools = await _list_all(session)
                 if not ready.done():

@@ -163,12 +163,15 @@ class MCPManager:
         if not self.proxy and executor is not None:
             executor.load([self.table.tool(h) for h in found])
         note = f"\nNot loaded: {'; '.join(missing)}." if missing else ""
+        n = len(found)
+        tools, them = ("tool", "It is") if n == 1 else ("tools", "They are")
         if not self.proxy:
-            return (f"Loaded {len(found)} tools: {', '.join(h.d.name for h in found)}. They are in your tool "
+            return (f"Loaded {n} {tools}: {', '.join(h.d.name for h in found)}. {them} in your tool "
                     f"list from now on in this conversation.{note}")
         parts_text = [f"### {h.d.name}\n{h.d.description}\nParameters: "
                       f"{json.dumps(h.d.parameters, ensure_ascii=False, separators=(',', ':'))}" for h in found]
-        return (f"Loaded {len(found)} tools. Call them with mcp_call(name, arguments); the arguments must match "
+        it = "it" if n == 1 else "them"
+        return (f"Loaded {n} {tools}. Call {it} with mcp_call(name, arguments); the arguments must match "
                 f"the parameters below.{note}\n\n" + "\n\n".join(parts_text))
 
     def _current(self, snapshot: RemoteDef) -> tuple[RemoteDef, int]:

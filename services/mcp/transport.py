@@ -1,24 +1,69 @@
-"""HTTP and failure plumbing of an MCP connection: the httpx client the transports use, and one-line reasons.
+"""HTTP, stdio and failure plumbing of an MCP connection: the httpx client the transports use, the stdio
+session whose server stderr goes to the log, and one-line reasons.
 
 The client has no total or read timeout (M4: a timeout on reads would cut the long-lived SSE and
 Streamable HTTP streams); connecting and writing have one. Its transport is wrapped so that a connect
 error, or a response stream that breaks, is reported to the connection at once: the SDK would
 otherwise leave a Streamable HTTP call waiting until its deadline when the server dies mid-call.
+
+A stdio server's stderr is its own log (banners, warnings, tracebacks). The SDK passes it to the
+terminal by default, where it lands in the middle of the chat; `stdio_session` sends it, line by line,
+to this module's logger instead (INFO, so `ania -v` shows it).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+import logging
+import os
+import re
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, TextIO
 
 import httpx
-from mcp import types
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import McpError
 
 from services.mcp.config import ServerSpec
 
+log = logging.getLogger(__name__)
+
 OnError = Callable[[Exception, str], None]  # (error, HTTP method)
+#: `${VAR}` in an env value of mcp.json is taken from the bot's environment; an unknown one stays as written.
+_VAR = re.compile(r"\$\{([^}]+)\}")
+MAX_STDERR_LINE = 2000
+
+
+@asynccontextmanager
+async def stdio_session(spec: ServerSpec) -> AsyncIterator[ClientSession]:
+    """The stdio transport and SDK session of `spec`, as the adapters open it, with stderr to the log."""
+    env = {k: _VAR.sub(lambda m: os.environ.get(m.group(1), m.group(0)), v) for k, v in spec.env}
+    params = StdioServerParameters(command=spec.command, args=list(spec.args), env=env or None,
+                                   cwd=spec.cwd or None)
+    with _stderr_to_log(spec.name) as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            yield session
+
+
+@contextmanager
+def _stderr_to_log(server: str) -> Iterator[TextIO]:
+    """A pipe the server process writes its stderr to; a daemon thread logs each line until the pipe
+    closes (the server and any child of it that kept the descriptor have exited)."""
+    read_fd, write_fd = os.pipe()
+
+    def pump() -> None:
+        with open(read_fd, "rb") as lines:
+            for raw in lines:
+                text = raw.decode("utf-8", errors="replace").rstrip()
+                if text:
+                    log.info("MCP server %s (stderr): %s", server, text[:MAX_STDERR_LINE])
+
+    threading.Thread(target=pump, name=f"mcp-stderr:{server}", daemon=True).start()
+    with open(write_fd, "w", encoding="utf-8") as errlog:  # closed here; the child keeps its own copy
+        yield errlog
 
 
 def http_client_factory(connect_timeout: float, on_error: OnError) -> Callable[..., httpx.AsyncClient]:

@@ -1,0 +1,195 @@
+"""Reading and changing the configuration from the chat (T8, G3): settings keys and the JSON config files.
+
+Keys: the settings model is the registry (`services.config.registry()`): only its keys exist, values are
+validated by the key's own field (type and bounds), sensitive values are masked when shown or logged. A
+change is written into `config/ania.toml` with tomlkit, so the file's comments, order and other keys stay
+as they were; the running settings are frozen, so it takes effect after /reboot.
+
+Files: `mcp.json`, `hooks.json`, `commands.json`, `prompt.json`, validated by services/config_files.py
+(a file that does not validate is refused and the old one kept) and written atomically. Who may call
+these is the tools' business (tools/config.py); who asked and who approved is logged here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from pydantic import BaseModel, ValidationError
+from tomlkit.exceptions import TOMLKitError
+
+from services.commands import CommandStore
+from services.config import CONFIG_FILE, KeyInfo, Paths, Settings, registry
+from services.config_files import CONFIG_FILES, MASK, MAX_FILE, TAKES_EFFECT, checked_file, shown_file
+from services.errors import ConfigError, ToolError
+from services.files import atomic_write_text
+from services.store import AppStore
+
+_UNSET = object()
+
+
+def masked(info: KeyInfo, value: Any) -> Any:
+    return (MASK if value else "") if info.sensitive else value
+
+
+def shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def masked_set_args(raw: dict[str, Any]) -> dict[str, Any]:
+    """config_set's arguments with the value of a sensitive key masked (approval prompt, operation log)."""
+    sensitive = {k.key for k in registry() if k.sensitive}
+    return {**raw, "value": MASK} if str(raw.get("key", "")).strip() in sensitive and "value" in raw else raw
+
+
+class ConfigEditor:
+    def __init__(self, paths: Paths, settings: Settings, store: AppStore, commands: CommandStore) -> None:
+        self.paths = paths
+        self.settings = settings
+        self.store = store
+        self.commands = commands
+        self.keys = {k.key: k for k in registry()}
+        self._lock = asyncio.Lock()
+
+    # --- keys ------------------------------------------------------------------------------------
+    def key(self, key: str) -> KeyInfo:
+        info = self.keys.get(key.strip())
+        if info is None:
+            near = difflib.get_close_matches(key, self.keys, n=3)
+            section = key.partition(".")[0] + "."
+            near = [k for k in near if k.startswith(section)] or near  # a typo rarely changes the section
+            hint = f" Did you mean {', '.join(near)}?" if near else " config_get() lists every key."
+            raise ToolError(f'unknown setting "{key[:80]}".{hint}')
+        return info
+
+    def running(self, info: KeyInfo) -> Any:
+        section, _, name = info.key.partition(".")
+        value = getattr(getattr(self.settings, section), name)
+        return list(value) if isinstance(value, tuple | list) else value
+
+    def describe(self, key: str | None = None) -> str:
+        """One key, or every key: the running value (masked if sensitive), what the file will change."""
+        infos = [self.key(key)] if key else list(self.keys.values())
+        saved = self._file_values()
+        lines = [] if key else [f"Settings ({len(infos)}; running values; config_set writes {CONFIG_FILE}, "
+                                "which takes effect after /reboot):"]
+        for info in infos:
+            value = self.running(info)
+            line = f"{info.key} = {shown(masked(info, value))}"
+            on_file = saved.get(info.key, _UNSET)
+            if _env_set(info.env):
+                line += f" (from the environment, {info.env})"
+            elif on_file is not _UNSET and on_file != value:
+                line += f" ({CONFIG_FILE} has {shown(masked(info, on_file))}: after /reboot)"
+            lines.append(f"{line} — {info.description}" + (" [sensitive]" if info.sensitive else ""))
+        return "\n".join(lines)
+
+    def _file_values(self) -> dict[str, Any]:
+        try:
+            data = tomllib.loads(self._toml_path().read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return {}
+        return {f"{s}.{k}": v for s, table in data.items() if isinstance(table, dict) for k, v in table.items()}
+
+    def _toml_path(self) -> Path:
+        return self.paths.config_dir / CONFIG_FILE
+
+    def validate(self, info: KeyInfo, raw: str) -> Any:
+        """The typed value of `raw` for this key: JSON when it parses as a valid value, else the text itself."""
+        section, _, name = info.key.partition(".")
+        model = _section_model(section)
+        candidates: list[Any] = []
+        try:
+            candidates.append(json.loads(raw))
+        except json.JSONDecodeError:
+            pass
+        candidates.append(raw)
+        error: ValidationError | None = None
+        for candidate in candidates:
+            try:
+                return getattr(model.model_validate({name: candidate}), name)
+            except ValidationError as e:
+                error = error or e
+        assert error is not None
+        msg = error.errors(include_url=False)[0]["msg"]
+        raise ToolError(f"invalid value for {info.key}: {msg}. Nothing was changed.")
+
+    async def set(self, key: str, raw: str, *, session: str, actor: str, approved_by: str) -> str:
+        info = self.key(key)
+        value = self.validate(info, raw)
+        section, _, name = info.key.partition(".")
+        async with self._lock:
+            path = self._toml_path()
+            try:
+                text = path.read_text(encoding="utf-8") if path.exists() else ""
+                doc = tomlkit.parse(text)
+            except (OSError, UnicodeDecodeError, TOMLKitError) as e:
+                raise ToolError(f"{CONFIG_FILE} cannot be edited ({e}); fix it first. Nothing was changed.") from None
+            table = doc.get(section)
+            if table is None:
+                table = tomlkit.table()
+                doc[section] = table
+            item: Any = table.get(name, None)
+            old = item.unwrap() if hasattr(item, "unwrap") else item
+            if value is None:
+                table.pop(name, None)
+            else:
+                table[name] = value
+            new_text = tomlkit.dumps(doc)
+            try:
+                _section_model(section).model_validate(tomllib.loads(new_text).get(section, {}))
+            except (tomllib.TOMLDecodeError, ValidationError) as e:
+                raise ToolError(f"{CONFIG_FILE} would not load after this change ({e}). Nothing was changed.") from None
+            try:
+                atomic_write_text(path, new_text)
+            except OSError as e:
+                raise ToolError(f"could not write {CONFIG_FILE} ({e.strerror or e}). Nothing was changed.") from None
+        self.store.log_op("config_set", session, actor, {
+            "key": info.key, "old": masked(info, old), "new": masked(info, value), "approved_by": approved_by})
+        env = (f" Note: {info.env} is set in the environment and overrides the file."
+               if _env_set(info.env) else "")
+        return (f"Set {info.key} = {shown(masked(info, value))} in config/{CONFIG_FILE}. It takes effect after an "
+                f"admin sends /reboot.{env}")
+
+    # --- files -----------------------------------------------------------------------------------
+    def read_file(self, name: str) -> str:
+        return shown_file(name, self.paths.config_dir)
+
+    async def write_file(self, name: str, content: str, *, session: str, actor: str, approved_by: str) -> str:
+        path = self.paths.config_dir / CONFIG_FILES[name]
+        if len(content) > MAX_FILE:
+            raise ToolError(f"the content is larger than {MAX_FILE // 1024} KiB. Nothing was changed.")
+        async with self._lock:
+            try:
+                text = checked_file(name, content, self.paths.config_dir)
+            except ConfigError as e:
+                raise ToolError(f"refused: {e}. config/{path.name} was not changed.") from None
+            try:
+                atomic_write_text(path, text)
+            except OSError as e:
+                raise ToolError(f"could not write config/{path.name} ({e.strerror or e}). "
+                                "Nothing was changed.") from None
+        if name == "commands_json":
+            self.commands.invalidate()
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        self.store.log_op("config_file_set", session, actor, {
+            "file": path.name, "bytes": len(text.encode()), "sha256": digest, "approved_by": approved_by})
+        return f"Saved config/{path.name}. It takes effect {TAKES_EFFECT[name]}."
+
+def _section_model(section: str) -> type[BaseModel]:
+    model = Settings.model_fields[section].annotation
+    assert isinstance(model, type) and issubclass(model, BaseModel), section
+    return model
+
+
+def _env_set(env: str) -> bool:
+    return any(k.upper() == env for k in os.environ)
+
+

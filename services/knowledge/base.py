@@ -1,0 +1,184 @@
+"""One searchable base (the knowledge base `kb`, or long-term memory `memory`): Chroma record, keyword
+index and optional vectors kept together.
+
+Adding checks for a duplicate and the scope's limit and writes under one lock, so two adds of the same
+text cannot both land. Searching ranks by BM25 over the scopes; with an embedder each candidate's cosine
+similarity (clipped at 0) is added to its keyword score scaled to 0..1, and the vector side brings in
+candidates of its own. A failing embedder or vector collection leaves the keyword answer standing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+from services.errors import ToolError
+from services.knowledge.embedder import Embedder
+from services.knowledge.index import Chunk, KeywordIndex
+from services.knowledge.store import ChromaStore, DocInfo, StoreError
+from services.knowledge.text import normalize
+
+T = TypeVar("T")
+#: Candidates each side (keyword, vector) brings before the final ranking.
+CANDIDATES = 50
+NO_TERMS = ("The query has no searchable words (only stop words, punctuation or emoji). "
+            "Search with a few content words: a name, a topic, a phrase from the text.")
+FULL = ("This {where} already holds {count} {items}, the limit ({setting}). "
+        "Delete one first (you can list them).")
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: Chunk
+    score: float
+    keyword: float
+    cosine: float | None
+
+
+@dataclass(frozen=True)
+class Added:
+    doc: DocInfo
+    duplicate: bool
+    #: Whether vectors were stored with the chunks (False: keyword search only for this document).
+    vectors: bool
+
+
+def digest(title: str, content: str) -> str:
+    return hashlib.sha256(f"{normalize(title)}\x00{normalize(content)}".encode()).hexdigest()
+
+
+class ChunkBase:
+    def __init__(self, name: str, prefix: str, store: ChromaStore, index: KeywordIndex, embedder: Embedder) -> None:
+        self.name = name
+        self.prefix = prefix
+        self.store = store
+        self.index = index
+        self.embedder = embedder
+        self._write = asyncio.Lock()
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        return await asyncio.to_thread(self.store.run, fn)
+
+    async def add(self, scope: str, title: str, texts: Sequence[str], *, size: int, digest_: str,
+                  limit: int, limit_text: tuple[str, str, str]) -> Added:
+        """Store a document's chunks in `scope` unless the same text is there or the scope is full."""
+        async with self._write:
+            existing = await self._run(lambda: self.store.find_doc(self.name, scope, digest_))
+            if existing is not None:
+                found = await self._run(lambda: self.store.doc(self.name, existing))
+                if found is not None:
+                    return Added(found[0], duplicate=True, vectors=False)
+            count = len(await self._run(lambda: self.store.docs(self.name, scope)))
+            if count >= limit:
+                where, items, setting = limit_text
+                raise ToolError(FULL.format(where=where, count=count, items=items, setting=setting))
+            doc_id = f"{self.prefix}-" + hashlib.sha256(f"{scope}\x00{digest_}".encode()).hexdigest()[:10]
+            chunks = [Chunk(id=f"{doc_id}#{pos}", doc_id=doc_id, title=title, pos=pos, scope=scope, text=text)
+                      for pos, text in enumerate(texts)]
+            info = DocInfo(id=doc_id, title=title, scope=scope, chunks=len(chunks), runes=size, added=int(time.time()))
+            vectors = await self.embedder.embed([f"{title}\n{c.text}" if title else c.text for c in chunks])
+            meta = {"hash": digest_, "chunks": info.chunks, "runes": info.runes, "added": info.added}
+
+            def write() -> bool:
+                old = self.store.stamps(self.name, [scope])[scope]
+                self.store.add_chunks(self.name, chunks, meta)
+                stored = vectors is not None and self._try_vectors(chunks, vectors)
+                self.index.add(scope, chunks, old, self.store.new_stamp(self.name, scope))
+                return stored
+
+            stored = await self._run(write)
+            return Added(info, duplicate=False, vectors=stored)
+
+    def _try_vectors(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> bool:
+        try:
+            self.store.add_vectors(self.name, self.embedder.key, chunks, vectors)
+            return True
+        except Exception as e:  # a model answering another size than the stored vectors: keyword only
+            self.embedder.reject(f"the store refused the vectors: {type(e).__name__}: {e}")
+            return False
+
+    async def search(self, query: str, terms: Sequence[str], scopes: Sequence[str], top_k: int) -> list[Hit]:
+        if not terms:
+            raise ToolError(NO_TERMS)
+        pending = asyncio.create_task(self.embedder.embed([query])) if self.embedder.available() else None
+        try:
+            keyword = await self._run(lambda: self._keyword(scopes, terms))
+        except BaseException:
+            if pending is not None:
+                pending.cancel()
+            raise
+        qvec = await pending if pending is not None else None
+        cosines: dict[str, float] = {}
+        extra: dict[str, str] = {}
+        if qvec is not None:
+            try:
+                cosines, extra = await self._run(lambda: self._cosines(qvec[0], scopes, keyword))
+            except StoreError as e:
+                self.embedder.reject(str(e))
+        return self._rank(keyword, cosines, extra, qvec is not None and bool(cosines), top_k)
+
+    def _keyword(self, scopes: Sequence[str], terms: Sequence[str]) -> list[tuple[Chunk, float]]:
+        stamps = self.store.stamps(self.name, scopes)
+        for scope in scopes:
+            if not self.index.is_loaded(scope, stamps[scope]):
+                chunks = self.store.load_scope(self.name, scope) if stamps[scope] else []
+                self.index.load(scope, stamps[scope], chunks)
+        return self.index.search(scopes, terms, CANDIDATES)
+
+    def _cosines(self, qvec: np.ndarray, scopes: Sequence[str],
+                 keyword: list[tuple[Chunk, float]]) -> tuple[dict[str, float], dict[str, str]]:
+        """Cosine of every candidate, and the scope of each chunk the vector side found."""
+        try:
+            near = self.store.nearest(self.name, self.embedder.key, qvec, scopes, CANDIDATES)
+        except Exception as e:
+            raise StoreError(f"vector search failed: {type(e).__name__}: {e}") from None
+        out = {cid: cos for cid, _, cos in near}
+        extra = {cid: scope for cid, scope, _ in near}
+        missing: dict[str, list[str]] = {}
+        for c, _ in keyword:
+            if c.id not in out:
+                missing.setdefault(c.scope, []).append(c.id)
+        for scope, ids in missing.items():
+            for cid, vec in self.store.vectors(self.name, self.embedder.key, scope, ids).items():
+                norm = float(np.linalg.norm(vec))
+                if norm > 0 and vec.shape == qvec.shape:
+                    out[cid] = float(np.dot(qvec, vec) / norm)
+        return out, extra
+
+    def _rank(self, keyword: list[tuple[Chunk, float]], cosines: dict[str, float], extra: dict[str, str],
+              hybrid: bool, top_k: int) -> list[Hit]:
+        top = max((s for _, s in keyword), default=0.0) or 1.0
+        scored: dict[str, Hit] = {}
+        for chunk, kw in keyword:
+            cos = cosines.get(chunk.id) if hybrid else None
+            scored[chunk.id] = Hit(chunk, kw / top + max(cos or 0.0, 0.0), kw, cos)
+        if hybrid:
+            for cid, scope in extra.items():
+                found = None if cid in scored else self.index.chunk(scope, cid)
+                if found is not None:
+                    scored[cid] = Hit(found, max(cosines[cid], 0.0), 0.0, cosines[cid])
+        ranked = sorted(scored.values(), key=lambda h: (-h.score, h.chunk.doc_id, h.chunk.pos))
+        return [h for h in ranked if h.score > 0][:top_k]
+
+    async def docs(self, scope: str) -> list[DocInfo]:
+        return await self._run(lambda: self.store.docs(self.name, scope))
+
+    async def find(self, doc_id: str) -> tuple[DocInfo, list[str]] | None:
+        return await self._run(lambda: self.store.doc(self.name, doc_id))
+
+    async def delete(self, info: DocInfo, ids: Sequence[str]) -> None:
+        async with self._write:
+            key = self.embedder.key if self.embedder.enabled else None
+
+            def write() -> None:
+                old = self.store.stamps(self.name, [info.scope])[info.scope]
+                self.store.delete(self.name, info.scope, ids, key)
+                self.index.remove(info.scope, info.id, old, self.store.new_stamp(self.name, info.scope))
+
+            await self._run(write)

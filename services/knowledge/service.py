@@ -1,0 +1,121 @@
+"""The knowledge service: the knowledge base and long-term memory over one store, one embedder.
+
+Scopes (K1): a session's own base is its key (`g:<group>`, `f:<user>`), and `global` is searched by every
+session. Who may write where is decided by the caller (tools, `ania kb`) with `writable_scopes`; this
+service enforces the limits (K4) and never lets a delete reach outside the scopes it is given.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from pathlib import Path
+
+from services.config import Settings
+from services.errors import ToolError
+from services.knowledge.base import Added, ChunkBase, Hit, digest
+from services.knowledge.embedder import Embedder
+from services.knowledge.index import KeywordIndex
+from services.knowledge.store import ChromaStore, DocInfo
+from services.knowledge.text import Analyzer, Mode, runes, split, splitter
+
+GLOBAL = "global"
+SCOPE_RE = re.compile(r"^(global|[gf]:\S{1,128})$")
+#: A memory is one fact or preference, not a document: one chunk.
+MEMORY_RUNES = 1000
+
+EMPTY = "The {what} is empty: nothing was stored."
+TOO_LONG = ("The document is {size:,} characters long; the limit is {limit:,} (knowledge.max_doc_runes). "
+            "Nothing was stored: split it and add the parts with their own titles.")
+MEMORY_TOO_LONG = ("A memory holds at most {limit:,} characters (got {size:,}); nothing was saved. Save the fact "
+                   "itself in a sentence or two, or put documents in the knowledge base with kb_add.")
+NOT_FOUND = "No {what} {id} in {where}."
+NOT_YOURS = "Only an admin can delete from the global knowledge base; {id} was not deleted."
+BAD_SCOPE = "Invalid scope {scope!r}: use global, g:<group id> or f:<user id>."
+
+
+def check_scope(scope: str) -> str:
+    if not SCOPE_RE.match(scope):
+        raise ToolError(BAD_SCOPE.format(scope=scope))
+    return scope
+
+
+def where_label(scope: str) -> str:
+    return "the global knowledge base" if scope == GLOBAL else f"the knowledge base of {scope}"
+
+
+class KnowledgeService:
+    def __init__(self, settings: Settings, data_dir: Path, *, mode: Mode | None = None) -> None:
+        self.settings = settings.knowledge
+        mode = mode or settings.knowledge.analyzer
+        self.store = ChromaStore(data_dir / "chroma", settings.knowledge.chroma_url)
+        self.embedder = Embedder(settings.embedding)
+        self.kb = ChunkBase("kb", "d", self.store, KeywordIndex(Analyzer(mode)), self.embedder)
+        self.memory = ChunkBase("memory", "m", self.store, KeywordIndex(Analyzer(mode)), self.embedder)
+        self._chunker = splitter()
+
+    # --- knowledge base -------------------------------------------------------------------------
+    async def add_document(self, scope: str, title: str, content: str) -> Added:
+        check_scope(scope)
+        size = runes(content)
+        if not content.strip():
+            raise ToolError(EMPTY.format(what="document"))
+        if size > self.settings.max_doc_runes:
+            raise ToolError(TOO_LONG.format(size=size, limit=self.settings.max_doc_runes))
+        title = " ".join(title.split())[:200] or "untitled"
+        texts = split(content, self._chunker)
+        return await self.kb.add(
+            scope, title, texts, size=size, digest_=digest(title, content), limit=self.settings.max_docs,
+            limit_text=(where_label(scope), "documents", f"knowledge.max_docs = {self.settings.max_docs}"),
+        )
+
+    async def search(self, session_key: str, query: str, top_k: int) -> list[Hit]:
+        """The session's own base and the global one (never another session's)."""
+        scopes = [session_key, GLOBAL] if session_key != GLOBAL else [GLOBAL]
+        return await self.kb.search(query, self.kb.index.analyzer.query_terms(query), scopes, top_k)
+
+    async def list_documents(self, scope: str, limit: int) -> tuple[list[DocInfo], int]:
+        docs = await self.kb.docs(check_scope(scope))
+        return docs[:limit], len(docs)
+
+    async def delete_document(self, doc_id: str, readable: Collection[str] | None,
+                              writable: Collection[str] | None) -> DocInfo:
+        """Delete a document whose scope is readable and writable by the caller (None: any scope, the operator)."""
+        found = await self.kb.find(doc_id)
+        if found is None or (readable is not None and found[0].scope not in readable):
+            where = "the knowledge base" if readable is None else " or ".join(where_label(s) for s in sorted(readable))
+            raise ToolError(NOT_FOUND.format(what="document", id=doc_id, where=where))
+        info, ids = found
+        if writable is not None and info.scope not in writable:
+            raise ToolError(NOT_YOURS.format(id=doc_id))
+        await self.kb.delete(info, ids)
+        return info
+
+    # --- long-term memory -----------------------------------------------------------------------
+    async def save_memory(self, session_key: str, content: str) -> Added:
+        text = content.strip()
+        if not text:
+            raise ToolError(EMPTY.format(what="memory"))
+        if runes(text) > MEMORY_RUNES:
+            raise ToolError(MEMORY_TOO_LONG.format(limit=MEMORY_RUNES, size=runes(text)))
+        limit = self.settings.max_memories
+        return await self.memory.add(
+            session_key, "", [text], size=runes(text), digest_=digest("", text), limit=limit,
+            limit_text=("chat's memory", "memories", f"knowledge.max_memories = {limit}"),
+        )
+
+    async def search_memory(self, session_key: str, query: str, top_k: int) -> list[Hit]:
+        return await self.memory.search(query, self.memory.index.analyzer.query_terms(query), [session_key], top_k)
+
+    async def delete_memory(self, session_key: str, memory_id: str) -> DocInfo:
+        found = await self.memory.find(memory_id)
+        if found is None or found[0].scope != session_key:
+            raise ToolError(NOT_FOUND.format(what="memory", id=memory_id, where="this chat's memory"))
+        await self.memory.delete(*found)
+        return found[0]
+
+    async def aclose(self) -> None:
+        await self.embedder.aclose()
+        self.kb.index.close()
+        self.memory.index.close()
+        self.store.close()

@@ -1,0 +1,152 @@
+"""The `ania` command line as a user meets it: real subprocesses (help, version, argument checks, start-up
+order, `sessions` starting nothing, `fake-llm --script`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ania.fakes.openai_server import Reply
+from tests.test_terminal import ROOT, ania, env_for
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANIA_")}
+    env.update({"ANIA_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(ROOT), **extra})
+    return env
+
+
+def test_version_and_bare_ania(tmp_path):
+    from importlib.metadata import version
+
+    done = ania("--version", env=clean_env(tmp_path))
+    assert (done.returncode, done.stdout) == (0, f"ania {version('ania-engine')}\n")
+    bare = ania(env=clean_env(tmp_path))
+    assert bare.returncode == 0 and bare.stderr == ""
+    assert bare.stdout.startswith("usage: ania") and "chat" in bare.stdout and "sessions" in bare.stdout
+
+
+def test_help_texts_say_where_settings_live_and_how_to_stop(tmp_path):
+    env = clean_env(tmp_path)
+    chat = ania("chat", "--help", env=env).stdout
+    for needed in ("config/ania.toml", "ANIA_CONFIG_DIR", "config.example/", "/stop", "/plan on|off", "/quit",
+                   "Ctrl-D", "Ctrl-C", "f:<user id>", "g:<group id>"):
+        assert needed in chat, needed
+    show = ania("sessions", "show", "--help", env=env).stdout
+    assert "the session key, e.g. f:local or g:team" in show
+    assert "starts no MCP server" in ania("sessions", "--help", env=env).stdout
+    assert "--script FILE" in ania("demo", "--help", env=env).stdout
+    assert "--script FILE" in ania("fake-llm", "--help", env=env).stdout
+
+
+@pytest.mark.parametrize("args", [("chat", "--session", "foo"), ("demo", "--session", "local"),
+                                  ("sessions", "show", "x:1"), ("chat", "--session", "f:")])
+def test_session_keys_must_be_f_or_g(tmp_path, args):
+    done = ania(*args, env=clean_env(tmp_path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "is not a session key: use f:<user id> or g:<group id>" in done.stderr.splitlines()[-1]
+    assert not (tmp_path / "data").exists()
+
+
+def test_settings_are_checked_before_the_heavy_imports(tmp_path):
+    """A missing setting used to take 3.3 s: the engine was imported before the settings were read."""
+    code = ("import sys\nfrom ania.cli import main\nrc = main(sys.argv[1:])\n"
+            "heavy = sorted(m for m in ('langgraph', 'langchain_core', 'langchain_openai', 'mcp', 'ania.engine') "
+            "if m in sys.modules)\nprint(rc, heavy)\n")
+    env = clean_env(tmp_path, ANIA_CONFIG_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code, "chat"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout == "2 []\n" and done.stderr.startswith("ania: missing setting llm.base_url")
+    helped = subprocess.run([sys.executable, "-c", "import sys\nfrom ania.cli import main\ntry:\n main(['--help'])\n"
+                             "except SystemExit:\n print(sorted(m for m in ('asyncio', 'pydantic', 'services.config') "
+                             "if m in sys.modules))"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert helped.stdout.splitlines()[-1] == "[]"
+
+
+def test_sessions_list_and_show_start_nothing(scripted_llm, tmp_path):
+    scripted_llm.script([Reply("stored")])
+    env = env_for(scripted_llm, tmp_path)
+    assert ania("chat", env=env, stdin="keep this\n").stdout == "stored\n"
+    marker = tmp_path / "server-started"
+    server = {"command": sys.executable, "args": ["-c", f"open({str(marker)!r}, 'w')"]}
+    (tmp_path / "config" / "mcp.json").write_text(json.dumps({"mcpServers": {"probe": server}}))
+    (tmp_path / "config" / "ania.toml").write_text("[broken\n")  # settings are not even read
+    listed = ania("sessions", "list", env=env)
+    assert (listed.returncode, listed.stdout, listed.stderr) == (0, "f:local\t" + listed.stdout.split("\t")[1], "")
+    shown = ania("sessions", "show", "f:local", env=env)
+    assert (shown.returncode, shown.stdout, shown.stderr) == (0, "human: keep this\nai: stored\n", "")
+    missing = ania("sessions", "show", "g:nobody", env=env)
+    assert (missing.returncode, missing.stderr) == (1, "ania: no session 'g:nobody'\n")
+    assert not marker.exists(), "a read-only command started an MCP server"
+    (tmp_path / "config" / "ania.toml").unlink()
+    ania("chat", env=env, stdin="")
+    assert marker.exists(), "the probe server must start with the chat, or the check above proves nothing"
+
+
+def test_sessions_on_a_fresh_data_dir_create_nothing(tmp_path):
+    env = clean_env(tmp_path)
+    listed = ania("sessions", "list", env=env)
+    assert (listed.returncode, listed.stdout) == (0, "")
+    assert listed.stderr == f"ania: no stored sessions yet ({tmp_path / 'data' / 'checkpoints.db'} does not exist)\n"
+    assert ania("sessions", "show", "f:local", env=env).returncode == 1
+    assert not (tmp_path / "data").exists()
+
+
+def test_fake_llm_serves_a_script_of_replies_and_tool_calls(tmp_path):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"calls": [{"name": "time", "args": {"timezone": "UTC"}}], "note": "why"},
+                                  {"reply": "you asked {user}; the tool said {tool_result}"}]))
+    proc = subprocess.Popen([sys.executable, "-m", "ania.cli", "fake-llm", "--port", "0", "--script", str(script)],
+                            env=clean_env(tmp_path), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("scripted model at http://127.0.0.1:") and "2 scripted steps, then it echoes" in first
+        url = first.split()[3]
+        body = {"model": "scripted-model", "messages": [{"role": "user", "content": "what time?"}]}
+        calls = httpx.post(f"{url}/chat/completions", json=body, timeout=10).json()["choices"][0]["message"]
+        assert calls["tool_calls"][0]["function"] == {"name": "time", "arguments": '{"timezone": "UTC"}'}
+        body["messages"] += [calls, {"role": "tool", "tool_call_id": calls["tool_calls"][0]["id"], "content": "noon"}]
+        reply = httpx.post(f"{url}/chat/completions", json=body, timeout=10).json()["choices"][0]["message"]
+        assert reply["content"] == "you asked what time?; the tool said noon"
+        echo = httpx.post(f"{url}/chat/completions", json=body, timeout=10).json()["choices"][0]["message"]
+        assert echo["content"] == "echo: what time?"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and err == "ania: interrupted\n"
+
+
+def test_fake_llm_on_a_busy_port_is_one_line(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = ania("fake-llm", "--port", str(port), env=clean_env(tmp_path))
+    assert done.returncode == 1 and len(done.stderr.splitlines()) == 1
+    assert done.stderr.startswith(f"ania: cannot serve on 127.0.0.1:{port}: Address already in use")
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    ("not json", "is not valid JSON"),
+    ('{"reply": "x"}', "expected a JSON list of steps"),
+    ('[{"reply": "x"}, {"say": "y"}]', "step 2: give exactly one of reply, calls, fail, stall (unknown: say)"),
+    ('[{"calls": [{"args": {}}]}]', 'step 1: each call is {"name": "tool", "args": {...}}'),
+])
+def test_a_bad_script_is_one_line_naming_the_step(tmp_path, content, problem):
+    script = tmp_path / "script.json"
+    script.write_text(content)
+    for cmd in (("fake-llm", "--script", str(script)), ("demo", "--script", str(script))):
+        done = ania(*cmd, env=clean_env(tmp_path))
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+        assert done.stderr.startswith(f"ania: script {script}") and problem in done.stderr
+    gone = ania("demo", "--script", str(tmp_path / "nope.json"), env=clean_env(tmp_path))
+    assert gone.returncode == 2 and gone.stderr.startswith(f"ania: cannot read script {tmp_path / 'nope.json'}")
