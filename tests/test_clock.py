@@ -265,3 +265,26 @@ async def test_synthesis_stops_after_five_rounds(scripted_llm, make_chat):
     assert row.detail == "it used its 5 synthesis rounds without a final answer"
     assert chat.out["f:u1"] == ['Scheduled task 1 "loop" failed: it used its 5 synthesis rounds without a final '
                                 "answer. It will not run again."]
+
+
+async def test_run_once_deletes_a_repeating_task_after_its_first_run(scripted_llm, make_chat):
+    chat = await started_clock(make_chat, clock_settings(scripted_llm))
+    scripted_llm.respond_with(lambda body: Reply("only once"))
+    clock = chat.engine.services.clock
+    view = clock.create("f:u1", "u1", "@every 2s", "PROMPT-1", name="once", run_once=True)
+    await runs_until(clock, "f:u1", finished)
+    assert clock.views("f:u1") == []  # deleted with its first run, so it never fires again
+    await asyncio.sleep(3)  # past the next fire time it would have had
+    rows = clock.log("f:u1", view.id, 50)
+    assert [r.status for r in rows] == ["success"] and chat.out["f:u1"] == ["only once"]
+
+
+async def test_the_log_keeps_the_first_20_tool_calls_and_the_total(scripted_llm, make_chat):
+    chat = await started_clock(make_chat, clock_settings(scripted_llm))
+    scripted_llm.respond_with(Router()
+        .on("PROMPT-MANY", Calls([("time", {"n": i}) for i in range(25)]), Reply("done")))
+    clock = chat.engine.services.clock
+    clock.create("f:u1", "u1", "in 1s", "PROMPT-MANY")
+    [row] = await runs_until(clock, "f:u1", finished)
+    assert row.tool_call_count == 25 and len(row.tool_calls) == 20
+    assert [c.args for c in row.tool_calls] == [f'{{"n": {i}}}' for i in range(20)]
