@@ -193,12 +193,17 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).replace(microsecond=0).isoformat()
 
 
-async def test_reboot_stops_the_old_clock_and_the_new_engine_fires_the_tasks(scripted_llm, make_chat, tmp_path):
+def write_config(tmp_path, llm) -> None:
+    """Config files for /reboot (it reads them again): the scripted model, one admin, a 1 s minimum interval."""
     cfg = tmp_path / "config"
     cfg.mkdir()
     (cfg / "ania.toml").write_text(
-        f'[llm]\nbase_url = "{scripted_llm.base_url}"\nmodel = "scripted-model"\napi_key = "k"\nmax_retries = 0\n'
+        f'[llm]\nbase_url = "{llm.base_url}"\nmodel = "scripted-model"\napi_key = "k"\nmax_retries = 0\n'
         '[bot]\nadmins = ["admin"]\n[clock]\nmin_interval_sec = 1\n')
+
+
+async def test_reboot_stops_the_old_clock_and_the_new_engine_fires_the_tasks(scripted_llm, make_chat, tmp_path):
+    write_config(tmp_path, scripted_llm)
     scripted_llm.respond_with(Router()
         .on("remind me every 2 seconds", Calls([("clock_create", {"schedule": "@every 2s", "prompt": "PROMPT-T tick"})]),
             Reply("Scheduled."))
@@ -217,3 +222,20 @@ async def test_reboot_stops_the_old_clock_and_the_new_engine_fires_the_tasks(scr
                             lambda rows: any(r.status == "success" and (r.started or 0) > rebooted for r in rows))
     assert all(r.status in ("success", "interrupted") for r in rows)  # nothing left `running`
     assert chat.out["f:admin"].count("Tick!") >= 2 and [v.id for v in new.clock.views("f:admin")] == [1]
+
+
+async def test_a_run_cut_off_by_a_reboot_is_logged_interrupted_and_its_chat_is_told(scripted_llm, make_chat, tmp_path):
+    write_config(tmp_path, scripted_llm)
+    scripted_llm.respond_with(lambda body: Stall(30))
+    chat = await make_chat(None)
+    old = chat.engine.services
+    await old.clock.start()
+    old.clock.create("g:club", "u5", "in 1s", "PROMPT-S a long job", name="long job")
+    await runs_until(old.clock, "g:club", lambda rows: finished(rows, "running"))
+    [reply] = await chat.say("f:admin", "admin", "/reboot")
+    assert reply.startswith("Restarted with the settings in config/")
+    [row] = chat.engine.services.clock.log("g:club", 1, 10)
+    assert (row.status, row.detail) == ("interrupted", "the bot stopped during the run")
+    [told] = chat.out["g:club"]
+    assert re.fullmatch(r'Scheduled task 1 "long job" was interrupted: the bot stopped during its run \(due .+\)\. '
+                        r"It will not run again\.", told)

@@ -137,9 +137,7 @@ class ClockService:
         scheduler = Scheduler(self.tz, self._due)
         for run in self.db.interrupt_all(CRASHED):
             log.warning("clock run %s of task %d was interrupted by a stop or crash", run.id, run.task_id)
-            await self._tell(run.session, INTERRUPTED.format(label=f'task {run.task_id} "{run.task_name}"',
-                                                            due=_show(run.scheduled, self.tz),
-                                                            next=next_words(self.book.maybe_view(run.task_id))))
+            await self._tell_interrupted(run)
         now = datetime.now(self.tz)
         catch_up: list[tuple[int, datetime]] = []
         for row in self.db.rows():
@@ -171,14 +169,20 @@ class ClockService:
                  len(self.broken))
 
     async def stop(self) -> None:
-        """Stop firing and cancel the runs in progress (their rows become `interrupted`)."""
+        """Stop firing and cancel the runs in progress: their rows become `interrupted` and their chats are told
+        (a platform that is still attached, as over a /reboot, shows it; a crash is told at the next start)."""
         if self._scheduler is not None:
             self._scheduler.stop()
             self._scheduler = None
+        live = {run.run_id: task_id for task_id, run in self._live.items()}
         spawned = list(self._spawned)
         for t in spawned:
             t.cancel()
         await asyncio.gather(*spawned, return_exceptions=True)
+        for task_id in sorted(set(live.values())):
+            for run in self.db.runs(task_id=task_id, limit=5):
+                if run.id in live and run.status == "interrupted":
+                    await self._tell_interrupted(run)
 
     def _register(self, task: ClockTask) -> None:
         if self._scheduler is None:
@@ -270,6 +274,11 @@ class ClockService:
         log.warning("clock %s: %s", task.label, detail)
         await self._tell(task.session, missed_notice(task, n, first, last, self.settings.misfire_grace_sec, at_least,
                                                      schedule.tz, self.book.maybe_view(task.id)))
+
+    async def _tell_interrupted(self, run: ClockRun) -> None:
+        await self._tell(run.session, INTERRUPTED.format(label=f'task {run.task_id} "{run.task_name}"',
+                                                        due=_show(run.scheduled, self.tz),
+                                                        next=next_words(self.book.maybe_view(run.task_id))))
 
     async def _tell(self, session: str, text: str) -> None:
         try:
