@@ -181,6 +181,24 @@ async def test_only_an_admin_approves_a_call_of_a_clock_run(scripted_llm, make_c
     assert "+0800" in tool_results(requests_of(scripted_llm, "PROMPT-A")[-1])[0]
 
 
+async def test_a_task_an_admin_made_needs_a_second_admin_for_a_configuration_change(scripted_llm, make_chat):
+    """The task's creator is its author: like a requester, they cannot approve its config_set (G3)."""
+    settings = clock_settings(scripted_llm, bot={"admins": ["admin", "admin2"]})
+    chat = await started_clock(make_chat, settings, approval_timeout_sec=10.0)
+    scripted_llm.respond_with(Router().on("PROMPT-CFG", Calls([("config_set", {"key": "agent.max_rounds",
+                                                                               "value": "7"})]), Reply("set")))
+    clock = chat.engine.services.clock
+    clock.create("f:admin", "admin", "in 1s", "PROMPT-CFG", name="cfg")
+    approvals = chat.engine.services.approvals
+    await wait_for(lambda: approvals.is_waiting("f:admin2"), 15)  # asked of the other admin
+    assert await chat.say("f:admin", "admin", "allow") == [
+        "You cannot answer this approval: the requester cannot approve their own configuration change."]
+    assert (await chat.say("f:admin2", "admin2", "allow"))[0].startswith('Allowed: "config_set"')
+    [row] = await runs_until(clock, "f:admin", finished)
+    assert row.reply == "set"
+    assert tool_results(requests_of(scripted_llm, "PROMPT-CFG")[-1])[0].startswith("Set agent.max_rounds = 7")
+
+
 async def test_plan_mode_blocks_create_update_and_delete(scripted_llm, make_chat):
     chat = await make_chat(clock_settings(scripted_llm))
     clock = chat.engine.services.clock

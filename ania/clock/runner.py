@@ -3,8 +3,9 @@
 Each run is a fresh one-shot agent on its own thread `clock:<task id>:<run id>` of the engine's
 checkpointer (stored when it ends, pauses for an approval, fails or times out; Studio and
 `ania sessions show` open it). Its run context: the target chat as session, no requester (only admins
-approve its calls), agent kind "clock", a `ClockBridge`, the target's tools with the async subagent
-tools, and the task's deadline. Approvals it needs are asked in the target chat, prefixed with the task.
+approve its calls; the task's creator is its author, who cannot approve its configuration changes),
+agent kind "clock", a `ClockBridge`, the target's tools with the async subagent tools, and the task's
+deadline. Approvals it needs are asked in the target chat, prefixed with the task.
 
 The outcome it returns is what the task log keeps: the status (a timeout and a graph error are results
 here, never exceptions), the first tool calls and their count, the tokens (the subagents' included),
@@ -53,7 +54,7 @@ class ClockRunner:
                              label)
         ctx = RunContext(session_key=task.session, requester="", bridge=bridge,
                          executor=clock_executor(services, task.session, spec.background), services=services,
-                         agent_kind="clock", deadline=time.monotonic() + spec.budget_sec)
+                         agent_kind="clock", deadline=time.monotonic() + spec.budget_sec, author=task.created_by)
         inp = {"messages": [task_message(task, spec.run_id, spec.scheduled, ZoneInfo(task.timezone))],
                "run_id": spec.run_id}
         out: dict[str, Any] = {}
