@@ -120,7 +120,8 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
     started = time.monotonic()
     ctx = RunContext(session_key=parent.session_key, requester="", bridge=bridge,
                      executor=subagent_executor(parent, request), services=parent.services,
-                     agent_kind=request.kind, deadline=started + request.budget_sec)
+                     agent_kind=request.kind, deadline=started + request.budget_sec,
+                     author=parent.requester or parent.author)  # who cannot approve its config changes
     inp = {"messages": [task_message(request, run_id)], "max_rounds": request.max_rounds or 0}
     status: SubagentStatus
     out: dict[str, Any] = {}

@@ -199,6 +199,24 @@ async def test_a_task_an_admin_made_needs_a_second_admin_for_a_configuration_cha
     assert tool_results(requests_of(scripted_llm, "PROMPT-CFG")[-1])[0].startswith("Set agent.max_rounds = 7")
 
 
+async def test_nor_through_an_async_subagent_of_the_task(scripted_llm, make_chat):
+    settings = clock_settings(scripted_llm, bot={"admins": ["admin", "admin2"]}, subagent={"min_budget_sec": 1})
+    chat = await started_clock(make_chat, settings, approval_timeout_sec=10.0)
+    scripted_llm.respond_with(Router()
+        .on("<subagent_results>", Reply("reported"))
+        .on("PROMPT-SUB", Calls([("subagent_run", {"task": "TASK-CFG set it"})]), Reply("waiting"))
+        .on("TASK-CFG", Calls([("config_set", {"key": "agent.max_rounds", "value": "7"})]), Reply("sub done")))
+    clock = chat.engine.services.clock
+    clock.create("f:admin", "admin", "in 1s", "PROMPT-SUB", name="cfg", timeout_sec=60)
+    approvals = chat.engine.services.approvals
+    await wait_for(lambda: approvals.is_waiting("f:admin2"), 15)
+    assert await chat.say("f:admin", "admin", "allow") == [
+        "You cannot answer this approval: the requester cannot approve their own configuration change."]
+    assert (await chat.say("f:admin2", "admin2", "allow"))[0].startswith('Allowed: "config_set"')
+    [row] = await runs_until(clock, "f:admin", finished)
+    assert row.reply == "reported"
+
+
 async def test_plan_mode_blocks_create_update_and_delete(scripted_llm, make_chat):
     chat = await make_chat(clock_settings(scripted_llm))
     clock = chat.engine.services.clock
