@@ -1,12 +1,13 @@
 # Everything a newcomer needs: `make demo` (set up and chat with an offline model), `make chat` (set up and
 # run the bot), `make test` (set up and run the tests). Options go through ARGS: make chat ARGS="--session g:team".
+# `make run` serves QQ through a OneBot v11 implementation (README: "QQ through OneBot v11").
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 STUDIO_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
 
-.PHONY: setup chat demo test lint bench studio clean
+.PHONY: setup chat run demo test lint bench studio clean
 
 setup: $(STAMP)
 
@@ -18,6 +19,9 @@ $(STAMP): pyproject.toml
 
 chat: $(STAMP)
 	$(VENV)/bin/ania chat $(ARGS)
+
+run: $(STAMP)
+	$(VENV)/bin/ania serve $(ARGS)
 
 # Chat with the offline scripted model (it echoes; ARGS="--script FILE" scripts it): no API key needed.
 # The model is served inside the same process on a free port, so Ctrl-C leaves nothing running.

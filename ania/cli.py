@@ -1,4 +1,4 @@
-"""The `ania` command: `ania chat`, `ania demo`, `ania sessions list|show`, `ania kb ...`, `ania fake-llm`.
+"""The `ania` command: `ania chat`, `demo`, `serve`, `sessions list|show`, `kb ...`, `fake-llm`.
 
 Start-up order matters to a person waiting at the terminal: the arguments are parsed with nothing but
 argparse loaded (`ania --help` and `--version` import no project module), then the settings are read
@@ -76,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--script", metavar="FILE",
                       help="JSON list of scripted steps (replies, tool calls), e.g. config.example/demo-script.json")
     _chat_options(demo)
+    sub.add_parser("serve", help="run the chat bot on a OneBot v11 implementation (NapCat, Lagrange, LLOneBot)",
+                   description="Serve every group and private chat through a OneBot v11 implementation: forward "
+                               "WebSocket (onebot.ws_url) or reverse WebSocket (onebot.listen).")
     sessions = sub.add_parser("sessions", help="list or show stored conversations (starts nothing)",
                               description="Stored conversations in <data dir>/checkpoints.db (one LangGraph "
                                           "thread per session). Reads only; starts no MCP server.")
@@ -174,16 +177,22 @@ def _chat(args: argparse.Namespace) -> int:
 
 async def _chat_engine(args: argparse.Namespace, paths: Paths, settings: Settings, *, demo: bool) -> int:
     from ania.engine import Engine
-    from ania.platforms.terminal import run_terminal
 
     local_admins: tuple[str, ...] = ()
-    user = args.user
-    if user is None:  # the person at the terminal runs the bot: an admin
-        user, local_admins = LOCAL_USER, (LOCAL_USER,)
+    user: str = getattr(args, "user", None) or LOCAL_USER
+    if args.cmd != "serve" and getattr(args, "user", None) is None:  # the person at the terminal runs the bot
+        local_admins = (LOCAL_USER,)  # ... and is an admin
     engine = await Engine.start(paths.config_dir, paths.data_dir, settings=settings, local_admins=local_admins)
     try:
-        note = "offline scripted model (it echoes; --script FILE scripts it)" if demo else ""
-        await run_terminal(engine, args.session, user, note=note, local=bool(local_admins))
+        if args.cmd == "serve":
+            from ania.platforms.onebot import run_serve
+
+            await run_serve(engine)
+        else:
+            from ania.platforms.terminal import run_terminal
+
+            note = "offline scripted model (it echoes; --script FILE scripts it)" if demo else ""
+            await run_terminal(engine, args.session, user, note=note, local=bool(local_admins))
     finally:
         await engine.close()
     return 0

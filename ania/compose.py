@@ -22,8 +22,9 @@ from services.config import Paths, Settings
 from services.config_edit import ConfigEditor
 from services.container import Services
 from services.hooks import HookManager, HookRunner
+from services.images import ImageShelf
 from services.knowledge import KnowledgeService
-from services.llm import ModelFactory
+from services.llm import ModelFactory, VisionDescriber
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
 from services.persona import load_persona
@@ -36,10 +37,13 @@ from services.teams import TeamStore
 from services.todos import TodoStore
 from tools.base import Tool
 from tools.bash import bash_tools
+from tools.chat import chat_tools
 from tools.clock import clock_tools
 from tools.config import config_tools
+from tools.files import file_tools
 from tools.knowledge import knowledge_tools
 from tools.mcp import RemoteTool, engine_tools
+from tools.meme import MemeTool
 from tools.memory import memory_tools
 from tools.registry import SharedExecutor
 from tools.skills import skill_tools
@@ -47,6 +51,7 @@ from tools.subagent import SubagentRunTool
 from tools.team import team_tools
 from tools.time_tool import TimeTool
 from tools.todo import TodoWriteTool
+from tools.web import web_tools
 
 #: The skills shipped with the bot: the repository's `skills/` folder.
 SHIPPED_SKILLS = Path(__file__).resolve().parent.parent / "skills"
@@ -57,7 +62,7 @@ def builtin_tools(settings: Settings, paths: Paths) -> list[Tool]:
     clock_zone = local_zone(settings.clock.timezone).key
     tools: list[Tool] = [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(), *clock_tools(clock_zone),
                          *bash_tools(settings, paths.data_dir, paths.config_dir), *skill_tools(settings),
-                         *config_tools()]
+                         *config_tools(), *chat_tools(), *web_tools(), MemeTool(), *file_tools(settings)]
     if settings.knowledge.enable:
         tools += [*knowledge_tools(), *memory_tools()]
     return tools
@@ -91,6 +96,8 @@ async def build_services(
     shared.add(engine_tools(mcp))
     llm = ModelFactory(settings)
     stack.push_async_callback(llm.aclose)
+    vision = VisionDescriber(settings)
+    stack.push_async_callback(vision.aclose)
     admins = Admins(settings, local_admins)
     outboxes = outboxes if outboxes is not None else Outboxes()
     subagents = Subagents()
@@ -109,6 +116,7 @@ async def build_services(
         skills=skills, skill_installer=SkillInstaller(skills, paths.data_dir / "skills", settings.skills, store),
         commands=commands, persona=load_persona(paths.config_dir, settings),
         config=ConfigEditor(paths, settings, store, commands), knowledge=knowledge,
+        vision=vision, images=ImageShelf(),
     )
 
 

@@ -145,7 +145,7 @@ class Engine:
                 break
             answers = {}
             for intr in interrupts:  # one question at a time (Approvals also serializes per session)
-                answers[intr.id] = await self.services.approvals.ask(intr.value)
+                answers[intr.id] = await self.services.approvals.ask(intr.value, here=ctx.bridge.request_approval)
             inp = Command(resume=answers)
         return TurnResult(reply=_reply_of(out), status=out.get("status", "ok"), usage=dict(out.get("turn_usage") or {}))
 

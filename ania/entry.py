@@ -45,10 +45,17 @@ class MessageEntry:
         self._ready = asyncio.Event()
         self._ready.set()
 
-    async def submit(self, session_key: str, user_id: str, text: str) -> asyncio.Task | None:
-        """Handle one message. Returns the turn's task when one was queued (None when consumed)."""
+    async def submit(self, session_key: str, user_id: str, text: str, *, bridge: CallbackBridge | None = None,
+                     prompt: str | None = None, addressed: bool = True) -> asyncio.Task | None:
+        """Handle one message. Returns the turn's task when one was queued (None when consumed).
+
+        A platform may pass the message's own `bridge` (it knows the message: quotes, images), the `prompt`
+        the model reads when it differs from the typed text (who spoke, what was quoted), and
+        `addressed=False` for a group message not meant for the bot: then only an approval reply or a
+        command is taken, and anything else is ignored. A custom command's expansion is what the model
+        reads, whoever typed it and whether or not the bot was addressed."""
         await self._ready.wait()
-        bridge = self.bridge_for(session_key)
+        bridge = bridge if bridge is not None else self.bridge_for(session_key)
         answer = self.engine.services.approvals.take_reply(session_key, user_id, text)
         if answer is not None:
             await bridge.send_text(answer)
@@ -59,8 +66,12 @@ class MessageEntry:
             if reply is not None:
                 await bridge.send_text(reply)
                 return None
-            text = await self.engine.services.commands.expand(command) or text
-        task = asyncio.create_task(self._serial(session_key, user_id, text, bridge))
+            expanded = await self.engine.services.commands.expand(command)
+            if expanded:
+                text, prompt, addressed = expanded, None, True
+        if not addressed:
+            return None
+        task = asyncio.create_task(self._serial(session_key, user_id, text if prompt is None else prompt, bridge))
         self._tasks.setdefault(session_key, {})[task] = user_id
         task.add_done_callback(lambda t: self._forget(session_key, t))
         return task

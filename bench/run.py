@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 BENCHES = ("bench.bench_loop", "bench.bench_storage", "bench.bench_gate", "bench.bench_throughput",
            "bench.bench_startup", "bench.bench_team", "bench.bench_clock")
-OPTIONAL = ("bench.bench_mcp", "bench.bench_knowledge")
+OPTIONAL = ("bench.bench_mcp", "bench.bench_knowledge", "bench.bench_onebot")
 
 
 def _modules() -> list[str]:

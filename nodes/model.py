@@ -21,9 +21,10 @@ from langgraph.types import Command, Overwrite
 
 from checkpoints.fold import fold_messages
 from nodes.compact import needs_compaction
+from nodes.images import present_images
 from nodes.prepare import finish, prepare, starts_turn, stop_event
 from nodes.prompt import request_messages, text_of
-from nodes.state import AgentState, usage_of
+from nodes.state import AgentState, add_usage, usage_of
 from nodes.tool_calls import pending_calls
 from services.context import RunContext
 from services.errors import ConfigError
@@ -112,13 +113,15 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         return {"messages": [AIMessage(NOT_CONFIGURED.format(detail=e))], "status": "error"}
     schemas = ctx.executor.schemas()
     runnable = model.bind_tools(schemas) if schemas else model
+    shown, seen_usage = await present_images(ctx)
     try:
-        reply = await runnable.ainvoke(request_messages(ctx.services, state.get("messages", [])))
+        reply = await runnable.ainvoke(request_messages(ctx.services, [*state.get("messages", []), *shown]))
     except asyncio.CancelledError:
         raise
     except Exception as e:
         log.warning("model call failed for %s: %s", ctx.session_key, e)
-        return {"messages": [AIMessage(MODEL_FAILED.format(detail=_describe(e)))], "status": "error"}
+        return {"messages": [*shown, AIMessage(MODEL_FAILED.format(detail=_describe(e)))], "status": "error",
+                **({"turn_usage": seen_usage, "total_usage": seen_usage} if seen_usage else {})}
     # Provider ids are not unique across restarts (and a fake server repeats them); ours must be,
     # since add_messages replaces a message with the same id.
     update_fields: dict[str, Any] = {"id": f"ai-{uuid.uuid4().hex}"}
@@ -127,8 +130,8 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         log.warning("model returned an empty answer for %s; sent a fallback reply", ctx.session_key)
         update_fields["content"] = EMPTY_REPLY
     reply = reply.model_copy(update=update_fields)
-    usage = usage_of(reply)
-    update: dict[str, Any] = {"messages": [reply], "turn_usage": usage, "total_usage": usage}
+    usage = add_usage(usage_of(reply), seen_usage) if seen_usage else usage_of(reply)
+    update: dict[str, Any] = {"messages": [*shown, reply], "turn_usage": usage, "total_usage": usage}
     if reply.tool_calls or reply.invalid_tool_calls:
         update["rounds"] = state.get("rounds", 0) + 1
         if reply.content:  # intermediate text goes out now (dropped by subagent and clock bridges)

@@ -100,8 +100,10 @@ class Approvals:
             if rid not in self._pending:
                 return rid
 
-    async def ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Prompt and wait; always returns a decision dict (timeout and cancellation deny)."""
+    async def ask(self, request: dict[str, Any], here: Callable[[str], Awaitable[bool]] | None = None
+                  ) -> dict[str, Any]:
+        """Prompt and wait; always returns a decision dict (timeout and cancellation deny). `here` shows
+        the prompt in the requesting chat (the run's bridge: it can quote the message); default: notify."""
         session = request["session"]
         async with self._locks.hold(session):  # one question at a time per session
             rid = self._new_id()
@@ -113,7 +115,7 @@ class Approvals:
                         places.append(f"f:{admin}")
                         break
             if len(places) == 1 or request["kind"] != "admin":
-                await self._notify(session, prompt)
+                await (here(prompt) if here is not None else self._notify(session, prompt))
             future: asyncio.Future = asyncio.get_running_loop().create_future()
             self._pending[rid] = Pending(rid, request, future, tuple(places))
             timeout = self._timeout or self._settings.approval.effective_timeout

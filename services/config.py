@@ -54,6 +54,7 @@ class LLMSettings(BaseModel):
     timeout_sec: float = Field(60.0, gt=0, description="Per-request timeout of the model endpoint")
     max_retries: int = Field(2, ge=0, le=10, description="Retries after an endpoint error or timeout")
     temperature: float | None = Field(None, description="Sampling temperature; unset = provider default")
+    vision: bool = Field(False, description="The model accepts images: loaded images go to it as image parts")
 
 
 class BotSettings(BaseModel):
@@ -66,7 +67,17 @@ class BotSettings(BaseModel):
         description="System prompt; must not change per turn (keeps the provider cache warm)",
     )
 
-    @field_validator("admins", mode="before")
+    group_prefixes: list[str] = Field(
+        default_factory=list,
+        description="In a group, a message starting with one of these is for the bot (besides an @)",
+    )
+    groups: list[str] = Field(default_factory=list, description="Only these group ids are served; empty = every group")
+    users: list[str] = Field(
+        default_factory=list, description="Only these user ids are served (groups and private chats); empty = everyone"
+    )
+    blocked_users: list[str] = Field(default_factory=list, description="User ids the bot never answers")
+
+    @field_validator("admins", "groups", "users", "blocked_users", mode="before")
     @classmethod
     def _ids_as_text(cls, v: Any) -> Any:
         return [str(x) for x in v] if isinstance(v, list) else v
@@ -182,6 +193,8 @@ class SkillsSettings(BaseModel):
     download_timeout_sec: float = Field(30.0, gt=0, le=600, description="Deadline of one skill download")
     max_files: int = Field(1000, ge=1, le=100_000, description="Most entries an installed skill archive may have")
     max_unpacked_mb: float = Field(50.0, gt=0, le=4096, description="Largest unpacked size of a skill archive")
+
+
 class KnowledgeSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -207,6 +220,73 @@ class EmbeddingSettings(BaseModel):
     batch_size: int = Field(64, ge=1, le=2048, description="Texts per embeddings request")
 
 
+class VisionSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str = Field("", description="OpenAI-compatible endpoint of a vision model that describes images "
+                                          "for a model without vision (llm.vision = false)")
+    api_key: str = Field("", description="API key of the vision endpoint", json_schema_extra={"sensitive": True})
+    model: str = Field("", description="Vision model name, e.g. gpt-4o-mini or qwen-vl-plus")
+    timeout_sec: float = Field(60.0, gt=0, description="Per-request timeout of the vision endpoint")
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url and self.model)
+
+
+class OneBotSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    ws_url: str = Field("", description="Forward WebSocket: the implementation's server Ania dials, e.g. ws://127.0.0.1:3001")
+    listen: str = Field("", description="Reverse WebSocket: host:port Ania listens on, e.g. 127.0.0.1:8080")
+    path: str = Field("/onebot/v11/ws", description="Reverse WebSocket: the URL path the implementation dials")
+    access_token: str = Field(
+        "", description="OneBot access token (Authorization: Bearer) in both directions",
+        json_schema_extra={"sensitive": True},
+    )
+    api_timeout_sec: float = Field(30.0, gt=0, le=600, description="Deadline of one OneBot API call")
+    reconnect_max_sec: float = Field(30.0, ge=1, le=600, description="Longest wait between forward reconnects")
+    max_message_runes: int = Field(
+        3000, ge=100, le=100_000, description="Longer replies are split on paragraph boundaries into several messages"
+    )
+    shutdown_grace_sec: float = Field(
+        30.0, ge=0, le=600, description="On SIGINT/SIGTERM, how long running turns may finish before they are stopped"
+    )
+
+
+class WebSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    jina_api_key: str = Field("", description="Jina API key (optional; higher rate limits)",
+                              json_schema_extra={"sensitive": True})
+    search_url: str = Field("https://s.jina.ai/", description="webSearch endpoint (Jina search API or compatible)")
+    reader_url: str = Field("https://r.jina.ai/", description="webExplore endpoint (Jina reader or a self-hosted one)")
+    timeout_sec: float = Field(30.0, gt=0, le=300, description="Deadline of one web request")
+
+
+class MemeSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    url: str = Field(
+        "https://api.giphy.com/v1/stickers/search?api_key=${key}&q=${msg}&limit=${num}",
+        description="Request URL template: ${msg} search words, ${num} count, ${key} the API key",
+    )
+    key: str = Field("", description="API key put into ${key} (GIPHY: a free key)",
+                     json_schema_extra={"sensitive": True})
+    list_path: str = Field("data", description="GJSON path of the result list in the response")
+    img_field: str = Field("images.fixed_width.url", description="GJSON path of the image URL inside one result")
+    timeout_sec: float = Field(20.0, gt=0, le=300, description="Deadline of the search and of each image download")
+
+
+class FilesSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    allowed_dirs: list[str] = Field(
+        default_factory=list,
+        description="Directories send_file and local_image may read (empty = both tools off); nothing outside",
+    )
+    max_file_mb: float = Field(20.0, gt=0, le=1024, description="Largest file send_file sends")
+
 class Settings(BaseSettings):
     """All settings. Sections mirror `ania.toml` tables. Frozen once loaded: nothing changes them at run
     time (config_set writes the file; the new value takes effect at the next start)."""
@@ -228,6 +308,11 @@ class Settings(BaseSettings):
     clock: ClockSettings = Field(default_factory=ClockSettings)
     knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    vision: VisionSettings = Field(default_factory=VisionSettings)
+    onebot: OneBotSettings = Field(default_factory=OneBotSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
+    meme: MemeSettings = Field(default_factory=MemeSettings)
+    files: FilesSettings = Field(default_factory=FilesSettings)
 
     #: The file `load_settings` read (or would have read: it may not exist); errors name it.
     config_file: ClassVar[Path | None] = None
@@ -377,10 +462,16 @@ def _at(path: Path, lines: Lines, *parts: str) -> str:
 
 
 def _closest(word: str, options: list[str], cutoff: float = 0.6) -> str | None:
-    """The option most like `word` (case-insensitively), if any is close."""
-    lowered = {o.lower(): o for o in options}
-    found = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=cutoff)
-    return lowered[found[0]] if found else None
+    """The option most like `word` (case-insensitively), if any is close; on a tie the first in `options`
+    (sections in file order: `llm` before `web`), not difflib's alphabetically last."""
+    matcher = difflib.SequenceMatcher(b=word.lower())
+    best, best_score = None, cutoff
+    for option in options:
+        matcher.set_seq1(option.lower())
+        score = matcher.ratio()
+        if score > best_score or (best is None and score >= cutoff):
+            best, best_score = option, score
+    return best
 
 
 def _all_keys() -> list[str]:

@@ -12,8 +12,9 @@ from services.commands import CommandStore
 from services.config import Paths, Settings
 from services.config_edit import ConfigEditor
 from services.hooks.types import HookRunner
+from services.images import ImageShelf
 from services.knowledge import KnowledgeService
-from services.llm import ModelFactory
+from services.llm import ModelFactory, VisionDescriber
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
 from services.persona import Persona
@@ -56,3 +57,6 @@ class Services:
     config: ConfigEditor
     #: The knowledge base and long-term memory (K1-K5), Chroma opened at first use.
     knowledge: KnowledgeService
+    #: Images for a model without vision are described by this one (vision.*); images a session saw, by ref.
+    vision: VisionDescriber
+    images: ImageShelf

@@ -109,7 +109,7 @@ async def test_bad_arguments_unknown_and_raising_tools_become_results(scripted_l
     assert len(results) == 4
     # LangChain keeps valid calls before invalid ones, and sends them back in that order.
     assert results[0].startswith('Error: invalid arguments for tool "time": timezone: Input should be a valid string')
-    assert results[1].startswith('Error: unknown tool "missing_tool". Available tools: boom, ') and "time, todo_write." in results[1]
+    assert results[1].startswith('Error: unknown tool "missing_tool". Available tools: boom, ') and "time, todo_write, webExplore, webSearch." in results[1]
     assert results[2] == 'Error: tool "boom" failed: RuntimeError: kaboom'
     assert results[3] == ('Error: the arguments of tool "time" are not valid JSON (Expecting value at position 13). '
                           "Call it again with a JSON object.")

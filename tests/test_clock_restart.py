@@ -14,7 +14,10 @@ import time
 from datetime import UTC, datetime
 
 from ania.fakes.openai_server import Calls, Reply, Stall
+from ania.platforms.onebot.serve import run_serve
 from tests.clock_helpers import clock_settings, finished, runs_until, task_row
+from tests.onebot_fake import FakeOneBot
+from tests.onebot_helpers import BOT, make_engine
 from tests.subagent_helpers import Router, requests_of, wait_for
 from tests.test_terminal import ROOT, env_for
 
@@ -239,3 +242,23 @@ async def test_a_run_cut_off_by_a_reboot_is_logged_interrupted_and_its_chat_is_t
     [told] = chat.out["g:club"]
     assert re.fullmatch(r'Scheduled task 1 "long job" was interrupted: the bot stopped during its run \(due .+\)\. '
                         r"It will not run again\.", told)
+
+
+async def test_ania_serve_fires_tasks_sends_their_reply_to_qq_and_stops_the_clock(tmp_path, scripted_llm):
+    fake = FakeOneBot(self_id=BOT)
+    engine = await make_engine(tmp_path, scripted_llm, fake, clock={"min_interval_sec": 1})
+    stop = asyncio.Event()
+    serving = asyncio.create_task(run_serve(engine, stop))
+    try:
+        await fake.wait_for(fake.connected.is_set)
+        scripted_llm.respond_with(lambda body: Reply("Time to stretch!"))
+        engine.services.clock.create("f:42", "42", "in 1s", "PROMPT-QQ stretch")
+        await fake.wait_for(lambda: "Time to stretch!" in fake.texts("f:42"))
+        assert engine.services.clock.running
+        stop.set()
+        await asyncio.wait_for(serving, 15)
+        assert not engine.services.clock.running
+    finally:
+        stop.set()
+        await fake.close()
+        await engine.close()

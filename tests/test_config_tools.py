@@ -83,7 +83,7 @@ async def test_config_set_writes_the_toml_keeping_comments_and_waits_for_reboot(
 async def test_config_set_refuses_unknown_keys_and_wrong_values(scripted_llm, make_chat, tmp_path):
     (config(tmp_path) / "ania.toml").write_text(TOML)
     chat = await make_chat(settings_for(scripted_llm))
-    calls = [("config_set", {"key": "bot.owner", "value": "me"}),
+    calls = [("config_set", {"key": "xyzzy", "value": "me"}),
              ("config_set", {"key": "agent.max_rounds", "value": "many"}),
              ("config_set", {"key": "agent.max_rounds", "value": "0"}),
              ("config_set", {"key": "bash.sandbox", "value": "maybe"}),
@@ -91,7 +91,7 @@ async def test_config_set_refuses_unknown_keys_and_wrong_values(scripted_llm, ma
              ("config_set", {"key": "bot.admins", "value": '"admin"'})]
     out = await run_approved(chat, scripted_llm, calls)
     assert out == [
-        'Error: unknown setting "bot.owner". config_get() lists every key.',
+        'Error: unknown setting "xyzzy". config_get() lists every key.',
         "Error: invalid value for agent.max_rounds: Input should be a valid integer, unable to parse string as an "
         "integer. Nothing was changed.",
         "Error: invalid value for agent.max_rounds: Input should be greater than or equal to 1. Nothing was changed.",

@@ -236,6 +236,12 @@ def result_text(result: types.CallToolResult) -> str:
     return truncate(text or NO_OUTPUT)
 
 
+def result_images(result: types.CallToolResult) -> list[str]:
+    """The images of a result (base64), in order: the caller shows them to the model and keeps them
+    sendable; the text keeps a placeholder for each."""
+    return [b.data for b in result.content if isinstance(b, types.ImageContent) and b.data]
+
+
 def truncate(text: str, limit: int = MAX_RESULT_RUNES) -> str:
     if len(text) <= limit:
         return text

@@ -20,6 +20,7 @@ from services.mcp.control import ServerControl
 from services.mcp.convert import (
     RemoteDef,
     one_line,
+    result_images,
     result_text,
     split_name,
 )
@@ -187,7 +188,8 @@ class MCPManager:
             executor.load([self.table.tool(h) for _, h in sorted(handles.items())])
 
     # --- calls ----------------------------------------------------------------------------------
-    async def call(self, handle: Handle, args: dict[str, Any]) -> str:
+    async def call(self, handle: Handle, args: dict[str, Any], images: list[str] | None = None) -> str:
+        """The result as text; with `images` given, the result's images (base64) are appended to it."""
         d = handle.d
         s = self.servers.get(d.server)
         if s is None or handle.epoch == REMOVED:
@@ -198,10 +200,12 @@ class MCPManager:
         text = result_text(result)
         if result.isError:
             raise MCPError(f'MCP tool "{d.name}" failed: {text}')
+        if images is not None:
+            images.extend(result_images(result))
         return text
 
     async def call_loaded(self, session_key: str, name: str, arguments: dict[str, Any], *,
-                          scratch: SessionExecutor | None = None) -> str:
+                          scratch: SessionExecutor | None = None, images: list[str] | None = None) -> str:
         """Proxy mode (`mcp_call`): only tools loaded in this session (or this throwaway executor),
         arguments checked locally first."""
         handle = self.loads.get(session_key, name, scratch)
@@ -212,4 +216,4 @@ class MCPManager:
         if problems:
             schema = json.dumps(handle.d.parameters, ensure_ascii=False, separators=(",", ":"))
             raise MCPError(f'invalid arguments for "{name}": {"; ".join(problems)}. Its parameters: {schema}')
-        return await self.call(handle, arguments)
+        return await self.call(handle, arguments, images)

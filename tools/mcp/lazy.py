@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, field_validator
 from services.context import RunContext
 from services.mcp import MCPManager
 from tools.base import Tool
+from tools.mcp.remote import with_images
 
 DISCOVER_DESCRIPTION = (
     "List the MCP servers and their tools (name and one line each). MCP tools are not in your tool list "
@@ -100,4 +101,7 @@ class MCPCall(Tool[CallParams]):
 
     async def execute(self, args: CallParams, ctx: RunContext) -> str:
         scratch = None if ctx.owns_executor else ctx.executor
-        return await manager(ctx).call_loaded(ctx.session_key, args.name, args.arguments, scratch=scratch)
+        images: list[str] = []
+        text = await manager(ctx).call_loaded(ctx.session_key, args.name, args.arguments, scratch=scratch,
+                                              images=images)
+        return with_images(text, images, ctx)

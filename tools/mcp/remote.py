@@ -13,6 +13,7 @@ from services.context import RunContext
 from services.errors import ToolArgumentError
 from services.mcp import Handle
 from tools.base import Tool
+from tools.chat import route_images
 
 
 class RemoteTool(Tool[Any]):
@@ -35,4 +36,13 @@ class RemoteTool(Tool[Any]):
         return dict(raw)
 
     async def execute(self, args: Any, ctx: RunContext) -> str:
-        return await ctx.services.mcp.call(self.handle, args)
+        images: list[str] = []
+        text = await ctx.services.mcp.call(self.handle, args, images)
+        return with_images(text, images, ctx)
+
+
+def with_images(text: str, images: list[str], ctx: RunContext) -> str:
+    """An MCP result's images go where `load_images` puts them: to the model (as images, or described)
+    and on the session's shelf, sendable to the chat by ref."""
+    routed = route_images(ctx, images, "image from the tool") if images else ""
+    return f"{text}\n{routed}" if routed else text

@@ -1,0 +1,200 @@
+"""The OneBot v11 platform: events in, message entry, replies out (D7).
+
+Which messages the bot takes: every private message; in a group one that @-mentions the bot, replies to
+one of its messages, or starts with one of `bot.group_prefixes`. Approval answers and slash commands are
+taken in a group without an @ (entry decides; anything else that is not addressed is ignored). The bot's
+own messages, blocked users, and users or groups outside `bot.users` / `bot.groups` are ignored.
+
+Events of one session are taken in arrival order (a per-session lock around the short step before the
+message is queued); entry then runs one turn at a time per session, sessions in parallel. The adapter
+attaches to `services.outboxes` for `g:` and `f:` sessions, so approval prompts to an admin's private
+chat and other sends reach QQ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from ania.engine import Engine
+from ania.entry import MessageEntry
+from ania.platforms.onebot.bridge import OneBotBridge
+from ania.platforms.onebot.connection import Connection, close_quietly, dial_forever, listen, parse_listen
+from ania.platforms.onebot.events import Incoming, allowed, parse_event, strip_prefix
+from ania.platforms.onebot.message import mentions, reply_id
+from ania.platforms.onebot.outbound import Outbound
+from services.config import OneBotSettings
+from services.errors import ConfigError
+from services.locks import KeyedLocks
+
+log = logging.getLogger(__name__)
+
+SHUTTING_DOWN = "Stopped: the bot is shutting down. Please send your message again once it is back."
+QUOTE_RUNES = 300
+
+
+def is_chat_session(session_key: str) -> bool:
+    return session_key.startswith(("g:", "f:"))
+
+
+class OneBotAdapter:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.conn = Connection(self.on_event, self.settings.api_timeout_sec)
+        self.out = Outbound(self.conn, lambda: self.settings)
+        self.entry = MessageEntry(engine, self.bridge_for)
+        self._order = KeyedLocks()
+        self._live: dict[str, int] = {}  # session → turns queued or running (for shutdown)
+        self._accepting = True
+        self._detach: Any = None
+        self._dialer: asyncio.Task[None] | None = None
+        self._server: Any = None
+
+    @property
+    def settings(self) -> OneBotSettings:
+        return self.engine.services.settings.onebot  # read each time: /reboot may replace the services
+
+    @property
+    def self_id(self) -> str:
+        return self.out.self_id
+
+    def bridge_for(self, session_key: str) -> OneBotBridge:
+        return OneBotBridge(self.out, session_key)
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        s = self.settings
+        if not (s.ws_url or s.listen):
+            raise ConfigError("set onebot.ws_url (forward WebSocket: Ania dials the implementation) or "
+                              "onebot.listen (reverse WebSocket: the implementation dials Ania), e.g. "
+                              "ANIA_ONEBOT__LISTEN=127.0.0.1:8080")
+        self._detach = self.engine.services.outboxes.attach("onebot", self._outbox, is_chat_session)
+        if s.listen:
+            try:
+                host, port = parse_listen(s.listen)
+                self._server = await listen(self.conn, host, port, s.path, s.access_token, self._login)
+            except (ValueError, OSError) as e:
+                self._detach()
+                raise ConfigError(f"onebot.listen {s.listen!r}: {e}") from None
+            log.warning("OneBot: listening on ws://%s:%d%s", host, port, "/" + s.path.strip("/"))
+            if not s.access_token and host not in ("127.0.0.1", "::1", "localhost"):
+                log.warning("OneBot: listening on %s without onebot.access_token: anyone who reaches this port "
+                            "can act as the QQ implementation; set a token", host)
+        if s.ws_url:
+            self._dialer = asyncio.create_task(dial_forever(self.conn, s.ws_url, s.access_token,
+                                                            s.reconnect_max_sec, self._login))
+
+    @property
+    def port(self) -> int:
+        """The reverse listener's port (tests listen on port 0)."""
+        return int(next(iter(self._server.sockets)).getsockname()[1]) if self._server else 0
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Take no new messages; let running turns finish for `grace` seconds, then stop them (their
+        sessions are settled and told), then close the link."""
+        self._accepting = False
+        grace = self.settings.shutdown_grace_sec if grace is None else grace
+        try:
+            await asyncio.wait_for(asyncio.shield(self.entry.drain()), grace)  # a timeout must not cancel the turns
+        except TimeoutError:
+            for key in list(self._live):
+                stopped, _ = await self.entry.stop(key)
+                if stopped:
+                    await self.out.send_text(key, SHUTTING_DOWN)
+        if self._dialer is not None:
+            self._dialer.cancel()
+            await asyncio.gather(self._dialer, return_exceptions=True)
+        await close_quietly(self._server)
+        if self._detach is not None:
+            self._detach()
+
+    async def _login(self) -> None:
+        try:
+            data = await self.conn.call("get_login_info", timeout=10)
+        except Exception as e:
+            log.info("OneBot: get_login_info failed: %s", e)
+            return
+        if isinstance(data, dict) and data.get("user_id"):
+            self.out.self_id = str(data["user_id"])
+
+    async def _outbox(self, session_key: str, body: str) -> bool:
+        return await self.out.send_text(session_key, body)
+
+    # --- events ------------------------------------------------------------------------------------
+
+    async def on_event(self, event: dict[str, Any]) -> None:
+        if event.get("self_id") is not None:
+            self.out.self_id = str(event["self_id"])
+        post = event.get("post_type")
+        if post == "meta_event":
+            log.debug("OneBot meta event: %s %s", event.get("meta_event_type"), event.get("sub_type"))
+            return
+        if post != "message":
+            return  # notices, requests, and NapCat's message_sent echoes of our own messages
+        msg = parse_event(event)
+        if msg is None:
+            log.info("OneBot: a message event without usable ids was ignored: %.200r", event)
+            return
+        if msg.user_id == self.self_id:
+            return
+        why = allowed(msg, self.engine.services.settings.bot)
+        if why:
+            log.info("OneBot: message from %s in %s ignored (%s)", msg.user_id, msg.session_key, why)
+            return
+        if not self._accepting:
+            log.warning("OneBot: message from %s in %s arrived during shutdown (not taken)",
+                        msg.user_id, msg.session_key)
+            return
+        async with self._order.hold(msg.session_key):
+            await self._take(msg)
+
+    async def _take(self, msg: Incoming) -> None:
+        quoted, to_bot = await self._quoted(msg)
+        typed = msg.text()
+        addressed = msg.kind == "private" or to_bot or mentions(msg.segments, self.self_id)
+        if msg.kind == "group":
+            rest = strip_prefix(typed, list(self.engine.services.settings.bot.group_prefixes))
+            if rest is not None:
+                typed, addressed = rest, True
+        prompt = self._prompt(msg, quoted, typed)
+        bridge = OneBotBridge(self.out, msg.session_key, msg, quoted)
+        task = await self.entry.submit(msg.session_key, msg.user_id, typed or prompt, bridge=bridge,
+                                       prompt=prompt, addressed=addressed)
+        if task is not None:
+            self._live[msg.session_key] = self._live.get(msg.session_key, 0) + 1
+            task.add_done_callback(lambda _t: self._done(msg.session_key))
+
+    def _done(self, session_key: str) -> None:
+        left = self._live.get(session_key, 1) - 1
+        if left > 0:
+            self._live[session_key] = left
+        else:
+            self._live.pop(session_key, None)
+
+    async def _quoted(self, msg: Incoming) -> tuple[Incoming | None, bool]:
+        """The message this one replies to (when it can be read), and whether it is one of the bot's."""
+        rid = reply_id(msg.segments)
+        if not rid:
+            return None, False
+        own = self.out.is_own(rid)
+        data = await self.out.get_message(rid)
+        quoted = parse_event({**data, "message_type": data.get("message_type") or msg.kind,
+                              "group_id": data.get("group_id") or msg.chat_id}) if data else None
+        return quoted, own or (quoted is not None and quoted.user_id == self.self_id)
+
+    def _prompt(self, msg: Incoming, quoted: Incoming | None, typed: str) -> str:
+        """What the model reads: in a group who spoke (the id is added by the prompt step), the message
+        with markers for images, files and mentions, and the quoted message."""
+        body = msg.render(self.self_id)
+        prefix = strip_prefix(body, list(self.engine.services.settings.bot.group_prefixes))
+        if msg.kind == "group" and prefix is not None:
+            body = prefix
+        lines = [f"{msg.name}: {body}" if msg.kind == "group" else body]
+        if quoted is not None:
+            who = "you (the bot)" if quoted.user_id == self.self_id else f"{quoted.name} ({quoted.user_id})"
+            said = quoted.render(self.self_id)
+            said = said if len(said) <= QUOTE_RUNES else said[:QUOTE_RUNES] + "…"
+            lines.append(f"[replying to {who}: {said}]")
+        return "\n".join(lines)

@@ -1,0 +1,41 @@
+"""`ania serve`: the chat-bot process. Connects (or listens), serves every group and private chat until
+SIGINT or SIGTERM, then shuts down cleanly: no new messages are taken, running turns get
+`onebot.shutdown_grace_sec` to finish (their replies go out), the rest are stopped and settled.
+Scheduled tasks (C1) fire while it serves; at shutdown the clock stops first, while the platform is still
+attached, so a run it cuts off is told in its chat."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+from ania.engine import Engine
+from ania.platforms.onebot.adapter import OneBotAdapter
+
+log = logging.getLogger(__name__)
+
+
+async def run_serve(engine: Engine, stop: asyncio.Event | None = None) -> None:
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+            installed.append(sig)
+    adapter = OneBotAdapter(engine)
+    await adapter.start()
+    s = engine.services.settings.onebot
+    where = s.ws_url or f"ws://{s.listen}/{s.path.strip('/')}"
+    log.warning("ania serve: OneBot v11 on %s; Ctrl-C or SIGTERM stops", where)
+    try:
+        await engine.services.clock.start()
+        await stop.wait()
+        log.warning("ania serve: shutting down (running messages get %g s to finish)", s.shutdown_grace_sec)
+    finally:
+        await engine.services.clock.stop()
+        await adapter.stop()
+        for sig in installed:
+            loop.remove_signal_handler(sig)

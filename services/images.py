@@ -1,0 +1,116 @@
+"""Images the model has seen or can send: type sniffing, bounded downloads, and a per-session shelf.
+
+Images travel as base64 strings (what OneBot's `base64://` and OpenAI's data URLs both take). The shelf
+keeps the last few images of a session under short refs (`img-3`) so the model can send one to the chat
+later (`send_image`); it is memory only and bounded (sessions by images), like the other per-session state.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+
+import httpx
+
+from services.config import Settings
+from services.lru import LRU
+
+MAX_IMAGE_BYTES = 10 * 1024 * 1024
+IMAGES_PER_SESSION = 16
+MAX_SESSIONS = 256
+
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"BM", "image/bmp"),
+)
+
+
+CANNOT_SEE = ("this model cannot see images: set llm.vision = true for a vision model, or vision.base_url and "
+              "vision.model for a second model that describes them")
+
+
+def can_see(settings: Settings) -> bool:
+    """Whether loaded images reach the model (as image parts, or described by the vision model)."""
+    return settings.llm.vision or settings.vision.configured
+
+
+def sniff_mime(data: bytes) -> str | None:
+    """The image type from the first bytes; None when it is not an image we know."""
+    for magic, mime in _MAGIC:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def b64_mime(b64: str) -> str:
+    try:
+        head = base64.b64decode(b64[:64] + "=" * (-len(b64[:64]) % 4), validate=False)
+    except ValueError:
+        return "image/png"
+    return sniff_mime(head) or "image/png"
+
+
+def data_url(b64: str) -> str:
+    return f"data:{b64_mime(b64)};base64,{b64}"
+
+
+class FetchError(Exception):
+    """A download failed; the text says why in words a user can act on."""
+
+
+async def fetch_bytes(url: str, timeout: float, max_bytes: int = MAX_IMAGE_BYTES,
+                      headers: dict[str, str] | None = None) -> bytes:
+    """GET `url` (http/https only), at most `max_bytes`; FetchError on any failure."""
+    if not url.lower().startswith(("http://", "https://")):
+        raise FetchError(f"not an http(s) URL: {url[:100]}")
+    try:
+        async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client, \
+                client.stream("GET", url, headers=headers) as response:
+            if response.status_code >= 400:
+                raise FetchError(f"HTTP {response.status_code} from {_host(url)}")
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise FetchError(f"larger than {max_bytes // (1024 * 1024)} MB")
+                chunks.append(chunk)
+            return b"".join(chunks)
+    except httpx.TimeoutException:
+        raise FetchError(f"no answer from {_host(url)} within {timeout:g} s") from None
+    except httpx.HTTPError as e:
+        raise FetchError(f"{type(e).__name__} for {_host(url)}") from None
+
+
+def _host(url: str) -> str:
+    return httpx.URL(url).host or url[:60]
+
+
+class ImageShelf:
+    """The last images each session saw, by ref, for sending them on."""
+
+    def __init__(self, per_session: int = IMAGES_PER_SESSION, max_sessions: int = MAX_SESSIONS) -> None:
+        self._per_session = per_session
+        self._sessions: LRU[str, dict[str, str]] = LRU(max_sessions)
+        self._ids = itertools.count(1)
+
+    def put(self, session_key: str, b64: str) -> str:
+        shelf = self._sessions.get(session_key) or self._sessions.put(session_key, {})
+        ref = f"img-{next(self._ids)}"
+        shelf[ref] = b64
+        while len(shelf) > self._per_session:
+            shelf.pop(next(iter(shelf)))
+        return ref
+
+    def get(self, session_key: str, ref: str) -> str | None:
+        shelf = self._sessions.get(session_key)
+        return shelf.get(ref.strip()) if shelf else None
+
+    def refs(self, session_key: str) -> list[str]:
+        shelf = self._sessions.get(session_key)
+        return list(shelf) if shelf else []

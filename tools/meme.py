@@ -1,0 +1,108 @@
+"""`meme` (T5, T6): find sticker/meme images through a configurable API and send them to the chat.
+
+`meme.url` is a request template with `${msg}` (the search words), `${num}` (how many) and `${key}`
+(`meme.key`); `meme.list_path` and `meme.img_field` are GJSON paths to the result list and, inside one
+result, to the image URL. Any API that answers with a list of image URLs fits; the default is GIPHY
+stickers. A template that needs `${key}` with no key configured gets an instruction, not the upstream 401.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+from urllib.parse import quote
+
+import gjson
+import httpx
+from pydantic import BaseModel, Field
+
+from services.context import RunContext
+from services.errors import ToolError
+from services.images import FetchError, fetch_bytes, sniff_mime
+from tools.base import Tool
+
+NO_KEY = ("the meme API needs a key: meme.url contains ${key} but meme.key is not set. An admin can get a free "
+          "GIPHY API key at developers.giphy.com and set meme.key (or ANIA_MEME__KEY), or point meme.url at an "
+          "API without a key")
+
+
+class MemeParams(BaseModel):
+    msg: str = Field(description="What the meme should be about (search words)")
+    num: int = Field(1, ge=1, le=5, description="How many images to send (1-5)")
+
+
+def build_url(template: str, msg: str, num: int, key: str) -> str:
+    return template.replace("${msg}", quote(msg)).replace("${num}", str(num)).replace("${key}", quote(key))
+
+
+def _path(doc: Any, path: str) -> Any:
+    try:
+        return gjson.get(doc, path)
+    except Exception:  # gjson raises its own parse errors for a missing key or a bad path
+        return None
+
+
+def image_urls(doc: Any, list_path: str, img_field: str) -> list[str]:
+    """The image URLs in an API response, by the two GJSON paths; empty when the shape does not match."""
+    items = _path(doc, list_path) if list_path else doc
+    if not isinstance(items, list):
+        items = [items] if items is not None else []
+    urls = []
+    for item in items:
+        url = _path(item, img_field) if img_field else item
+        if isinstance(url, str) and url.lower().startswith(("http://", "https://")):
+            urls.append(url)
+    return urls
+
+
+class MemeTool(Tool[MemeParams]):
+    name = "meme"
+    description = "Find a meme/sticker image about a topic and send it to the chat."
+    params = MemeParams
+
+    async def execute(self, args: MemeParams, ctx: RunContext) -> str:
+        s = ctx.services.settings.meme
+        if "${key}" in s.url and not s.key:
+            raise ToolError(NO_KEY)
+        msg = args.msg.strip()
+        if not msg:
+            raise ToolError("msg is empty: say what the meme should be about")
+        url = build_url(s.url, msg, args.num, s.key)
+        try:
+            async with httpx.AsyncClient(timeout=s.timeout_sec, follow_redirects=True) as client:
+                response = await client.get(url)
+        except httpx.TimeoutException:
+            raise ToolError(f"the meme API did not answer within {s.timeout_sec:g} s") from None
+        except httpx.HTTPError as e:
+            raise ToolError(f"the meme API could not be reached ({type(e).__name__})") from None
+        if response.status_code in (401, 403):
+            raise ToolError(f"the meme API refused the request (HTTP {response.status_code}): check meme.key")
+        if response.status_code >= 400:
+            raise ToolError(f"the meme API failed: HTTP {response.status_code}")
+        try:
+            doc = response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ToolError("the meme API did not answer with JSON (check meme.url)") from None
+        urls = image_urls(doc, s.list_path, s.img_field)
+        if not urls:
+            return f'No meme found for "{msg}" (or meme.list_path / meme.img_field do not match the API\'s answer).'
+        sent, problems = 0, []
+        for image_url in urls[: args.num]:
+            try:
+                data = await fetch_bytes(image_url, s.timeout_sec)
+            except FetchError as e:
+                problems.append(str(e))
+                continue
+            if sniff_mime(data) is None:
+                problems.append("an answer that is not an image")
+                continue
+            result = await ctx.bridge.send_image(base64.b64encode(data).decode())
+            if result == "sent":
+                sent += 1
+            else:
+                problems.append(result)
+        if not sent:
+            raise ToolError(f'found memes for "{msg}" but none could be sent: {"; ".join(problems)}')
+        note = f" ({len(problems)} failed: {'; '.join(problems)})" if problems else ""
+        return f'Sent {sent} meme image(s) for "{msg}" to the chat{note}.'

@@ -1,0 +1,84 @@
+"""`webSearch` and `webExplore` (T5) over Jina's search and reader APIs.
+
+The endpoints are settings (`web.search_url`, `web.reader_url`), so a self-hosted reader works and the
+tests point them at 127.0.0.1. `web.jina_api_key` is optional. Results are cut at 8000 runes; a failure
+(an HTTP error, a timeout, a bad URL) is a clear tool result, never an exception the user sees.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, Field
+
+from services.context import RunContext
+from services.errors import ToolError
+from services.mcp.convert import truncate
+from tools.base import Tool
+
+MAX_RUNES = 8000
+
+
+def _headers(ctx: RunContext) -> dict[str, str]:
+    headers = {"Accept": "text/plain", "X-Retain-Images": "none"}
+    key = ctx.services.settings.web.jina_api_key
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return headers
+
+
+async def _get(ctx: RunContext, what: str, url: str) -> str:
+    timeout = ctx.services.settings.web.timeout_sec
+    try:
+        async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
+            response = await client.get(url, headers=_headers(ctx))
+    except httpx.TimeoutException:
+        raise ToolError(f"{what} timed out after {timeout:g} s (web.timeout_sec); try again or another source") \
+            from None
+    except httpx.HTTPError as e:
+        raise ToolError(f"{what} failed: {type(e).__name__} reaching {httpx.URL(url).host}") from None
+    if response.status_code == 401 and not ctx.services.settings.web.jina_api_key:
+        raise ToolError(f"{what} was refused (HTTP 401): set web.jina_api_key")
+    if response.status_code >= 400:
+        raise ToolError(f"{what} failed: HTTP {response.status_code} from {httpx.URL(url).host}")
+    text = response.text.strip()
+    return truncate(text, MAX_RUNES) if text else f"({what} returned no text)"
+
+
+class SearchParams(BaseModel):
+    query: str = Field(description="What to search the web for")
+
+
+class WebSearchTool(Tool[SearchParams]):
+    name = "webSearch"
+    description = "Search the web; returns the top results with titles, URLs and text."
+    params = SearchParams
+
+    async def execute(self, args: SearchParams, ctx: RunContext) -> str:
+        query = args.query.strip()
+        if not query:
+            raise ToolError("the query is empty")
+        base = ctx.services.settings.web.search_url
+        sep = "&" if "?" in base else "?"
+        return await _get(ctx, "the web search", f"{base}{sep}q={quote(query)}")
+
+
+class ExploreParams(BaseModel):
+    url: str = Field(description="The http(s) URL of the page to read")
+
+
+class WebExploreTool(Tool[ExploreParams]):
+    name = "webExplore"
+    description = "Read a web page (as text) by its URL."
+    params = ExploreParams
+
+    async def execute(self, args: ExploreParams, ctx: RunContext) -> str:
+        url = args.url.strip()
+        if not url.lower().startswith(("http://", "https://")):
+            raise ToolError(f"not an http(s) URL: {url[:200]!r}")
+        return await _get(ctx, f"reading {url[:200]}", ctx.services.settings.web.reader_url + url)
+
+
+def web_tools() -> list[Tool]:
+    return [WebExploreTool(), WebSearchTool()]
