@@ -18,6 +18,7 @@ BUILTIN_HELP = (
     ("/cmd list | add <name> <template> | del <name>", "custom commands ($args in a template takes the "
      "arguments; add and del: admins)"),
     ("/reboot", "restart the engine with the settings and files as they are now (admins)"),
+    ("/clock list [all] | run|pause|resume|del <id> | log [<id>]", "this chat's scheduled tasks (admins: any)"),
 )
 CMD_USAGE = "Usage: /cmd list | /cmd add <name> <template> | /cmd del <name>"
 

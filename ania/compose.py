@@ -11,9 +11,12 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+from ania.clock import ClockRunner
 from ania.subagents import SubagentRunner
 from services.admins import Admins
 from services.approvals import Approvals
+from services.clock import ClockService
+from services.clock.zones import local_zone
 from services.commands import CommandStore
 from services.config import Paths, Settings
 from services.config_edit import ConfigEditor
@@ -35,6 +38,7 @@ from services.todos import TodoStore
 from tools.base import Tool
 from tools.bash import bash_tools
 from tools.chat import chat_tools
+from tools.clock import clock_tools
 from tools.config import config_tools
 from tools.files import file_tools
 from tools.knowledge import knowledge_tools
@@ -55,7 +59,8 @@ SHIPPED_SKILLS = Path(__file__).resolve().parent.parent / "skills"
 
 def builtin_tools(settings: Settings, paths: Paths) -> list[Tool]:
     """The always-on built-ins and the ones behind config (T5)."""
-    tools: list[Tool] = [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(),
+    clock_zone = local_zone(settings.clock.timezone).key
+    tools: list[Tool] = [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(), *clock_tools(clock_zone),
                          *bash_tools(settings, paths.data_dir, paths.config_dir), *skill_tools(settings),
                          *config_tools(), *chat_tools(), *web_tools(), MemeTool(), *file_tools(settings)]
     if settings.knowledge.enable:
@@ -95,6 +100,7 @@ async def build_services(
     stack.push_async_callback(vision.aclose)
     admins = Admins(settings, local_admins)
     outboxes = outboxes if outboxes is not None else Outboxes()
+    subagents = Subagents()
     skills = SkillRegistry([Root(SHIPPED_SKILLS, "shipped"), Root(paths.data_dir / "skills", "installed")],
                            settings.skills.enabled)
     await skills.reload()
@@ -105,7 +111,8 @@ async def build_services(
         settings=settings, paths=paths, admins=admins, store=store, shared_tools=shared, sessions=sessions,
         llm=llm, hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
         outboxes=outboxes, approvals=Approvals(settings, admins, outboxes.send, timeout_sec=approval_timeout_sec),
-        plan_mode=PlanMode(store), todos=TodoStore(store), teams=TeamStore(store), subagents=Subagents(),
+        plan_mode=PlanMode(store), todos=TodoStore(store), teams=TeamStore(store), subagents=subagents,
+        clock=ClockService(store, settings, outboxes, subagents),
         skills=skills, skill_installer=SkillInstaller(skills, paths.data_dir / "skills", settings.skills, store),
         commands=commands, persona=load_persona(paths.config_dir, settings),
         config=ConfigEditor(paths, settings, store, commands), knowledge=knowledge,
@@ -120,3 +127,10 @@ def bind_subagents(services: Services, checkpointer: Any, stack: AsyncExitStack)
     runner = SubagentRunner(checkpointer, lambda: settings.agent.context_tokens)
     services.subagents.bind(runner)
     stack.push_async_callback(runner.aclose)
+
+
+def bind_clock(services: Services, checkpointer: Any, stack: AsyncExitStack) -> None:
+    """Attach the clock graph to `services.clock` (C3); each run is checkpointed on `checkpointer`. Closing
+    `stack` stops the clock first (registered last), while the model and the checkpointer are still open."""
+    services.clock.bind(ClockRunner(services, checkpointer, lambda: services.settings.agent.context_tokens))
+    stack.push_async_callback(services.clock.stop)

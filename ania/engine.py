@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from ania.compose import bind_subagents, build_services
+from ania.compose import bind_clock, bind_subagents, build_services
 from ania.recovery import settle
 from checkpoints.factory import open_checkpointer, thread_config
 from graphs.agent import build_agent_graph
@@ -82,9 +82,12 @@ class Engine:
     async def reboot(self, settings: Settings | None = None) -> None:
         """Close everything (MCP sessions included) and build it again in this process, from the config
         files as they are now. The attached platforms (outboxes) stay. Stop the running turns first
-        (ania/entry.py does). If the new build fails, the old settings are built again and the error raised."""
+        (ania/entry.py does). If the new build fails, the old settings are built again and the error raised.
+        A started clock stops with the old services (runs in progress are logged `interrupted`) and the new
+        one starts, so scheduled tasks go on firing."""
         old = self.services
         settings = settings or load_settings(old.paths.config_dir)
+        clock_was_running = old.clock.running  # closing the stack stops it; the new one starts if it ran
         await self._stack.aclose()
         options = {**self._options, "outboxes": old.outboxes}
         try:
@@ -92,7 +95,11 @@ class Engine:
         except Exception:
             log.exception("reboot failed; starting again with the previous settings")
             self.services, self.graph, self._stack = await _build(old.paths, old.settings, options)
+            if clock_was_running:
+                await self.services.clock.start()
             raise
+        if clock_was_running:
+            await self.services.clock.start()
 
     def context(self, session_key: str, user_id: str, bridge: CallbackBridge, kind: AgentKind = "main") -> RunContext:
         budget = self.services.settings.bot.msg_event_timeout_sec
@@ -151,6 +158,7 @@ async def _build(paths: Paths, settings: Settings,
         saver = await stack.enter_async_context(open_checkpointer(paths.data_dir))
         graph = build_agent_graph(lambda: settings.agent.context_tokens, checkpointer=saver)
         bind_subagents(services, saver, stack)
+        bind_clock(services, saver, stack)
     except BaseException:
         await stack.aclose()
         raise

@@ -2,8 +2,8 @@
 
 1. An approval reply is taken first (an approval wait holds the session's turn, and replies are
    usually not addressed to the bot).
-2. Slash commands (`/stop`, `/plan on|off`, `/help`, `/cmd`, `/reboot`); a custom command
-   (config/commands.json) is expanded into its prompt and goes on like a normal message.
+2. Slash commands (`/stop`, `/plan on|off`, `/help`, `/cmd`, `/reboot`, `/clock`: ania/clock/command.py);
+   a custom command (config/commands.json) is expanded into its prompt and goes on like a normal message.
 3. Otherwise the message joins its session's queue: one turn at a time per session, sessions in
    parallel.
 
@@ -20,6 +20,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from ania.clock import clock_command
 from ania.commands import cmd_command, help_text
 from ania.engine import Engine, TurnResult
 from services.config import load_settings
@@ -102,6 +103,8 @@ class MessageEntry:
             if arg.strip() in ("on", "off"):
                 plan.set(session_key, arg.strip() == "on")
             return f"Plan mode is {'on' if plan.is_on(session_key) else 'off'}."
+        if name == "/clock":
+            return await clock_command(self.engine.services, session_key, user_id, arg)
         if name == "/help":
             return await help_text(self.engine.services.commands)
         if name == "/cmd":

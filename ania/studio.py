@@ -7,8 +7,8 @@ Approvals pause as interrupts; resume them with "allow" or "deny" from Studio or
 
 `langgraph dev` moves to another port when the one asked for is taken, and says so only in a log line
 among many; loading this module prints the URL the server really serves on (`LANGGRAPH_API_URL`, which
-`langgraph dev` sets before it loads the graphs) as one plain line on stderr. The subagent and team
-graphs are here too; a subagent started by a tool inside a Studio run is stored on the
+`langgraph dev` sets before it loads the graphs) as one plain line on stderr. The subagent, team and
+clock graphs are here too; a subagent started by a tool inside a Studio run is stored on the
 engine's checkpointer (data/checkpoints.db), not Studio's.
 """
 
@@ -23,14 +23,17 @@ from dataclasses import replace
 from langchain_core.runnables import RunnableConfig
 
 from ania.engine import Engine
-from ania.platforms.bridge import ChatBridge, SubagentBridge
+from ania.platforms.bridge import ChatBridge, ClockBridge, SubagentBridge
 from graphs.agent import build_agent_graph
+from graphs.clock import build_clock_graph
 from graphs.gate import build_gate_graph
 from graphs.subagent import build_subagent_graph
 from graphs.team import build_team_graph
+from nodes.clock import NOT_FOR_CLOCK
 from nodes.subagent import subagent_executor
 from services.context import RunContext
 from services.subagents import SubagentRequest
+from tools.registry import SessionExecutor, SharedExecutor
 
 log = logging.getLogger("ania.studio")
 STUDIO_USER = "studio"
@@ -78,6 +81,18 @@ async def _studio_subagent_context(config: RunnableConfig) -> RunContext:
                    bridge=SubagentBridge(ctx.bridge, "subagent"))
 
 
+async def _studio_clock_context(config: RunnableConfig) -> RunContext:
+    """A clock run as the clock makes one (no requester, a bridge that drops text, the thread as its target
+    chat), with the blocking subagent_run: Studio runs no scheduler, so nothing would drain async ones."""
+    ctx = await _studio_context(config)
+    tools = [t for t in ctx.executor.tools() if t.name not in NOT_FOR_CLOCK - {"subagent_run"}]
+    services = ctx.services
+    outbox = services.paths.data_dir / "outbox" / "studio"
+    bridge = ClockBridge(services.outboxes.send, ctx.session_key, outbox, "clock")
+    executor = SessionExecutor(SharedExecutor(tools))
+    return replace(ctx, requester="", agent_kind="clock", executor=executor, bridge=bridge)
+
+
 agent = build_agent_graph(_lazy.context_tokens, context_factory=_studio_context, name="agent")
 #: One tool call through the gates on its own; input: {"call": {"id": "c1", "name": "time", "args": {}}}.
 gate = build_gate_graph(_studio_context)
@@ -86,6 +101,9 @@ subagent = build_subagent_graph(_lazy.context_tokens, context_factory=_studio_su
 #: A team run; input: {"team": {"name": ..., "purpose": ..., "members": [{"name", "role"}]}, "task": ...}.
 #: Its members run on the engine's own checkpointer (`ania sessions show <thread>/sub/<run id>-<n>`).
 team = build_team_graph(context_factory=_studio_context, name="team")
+#: One run of a scheduled task; input: {"messages": [{"role": "user", "content": "<the task>"}]}. Its final reply
+#: is delivered to the thread id as a chat (logged when no platform owns it); no scheduler runs in Studio.
+clock = build_clock_graph(_lazy.context_tokens, context_factory=_studio_clock_context, name="clock")
 
 
 def _announce() -> None:

@@ -20,8 +20,8 @@ async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:
     except ToolError as e:  # the table changed since check_call (e.g. a server was removed)
         return {"result": {"text": str(e), "status": "error"}}
     # Recorded before it runs: if the turn dies now, recovery says "may have run", never "not run". A subagent's
-    # calls are not: nothing settles or resumes its thread (its caller's call is the one recorded).
-    if ctx.agent_kind not in ("subagent", "team_member"):
+    # or clock run's calls are not: they are not on the session's thread, and nothing settles or resumes theirs.
+    if ctx.agent_kind == "main":
         ctx.services.store.call_started(ctx.session_key, call.id, call.name)
     # The call gets its own usage meter (tokens a subagent or team spends are folded in once, by this step),
     # and the admin who allowed it, if any (the tool logs who approved).

@@ -125,7 +125,8 @@ def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext, tool: Tool) -> di
     args = shown_args(masked)
     request = {
         "type": "tool_approval", "kind": kind, "tool": call.name, "args": masked, "call_id": call.id,
-        "reason": why, "session": ctx.session_key, "requester": ctx.requester,
+        "reason": why, "session": ctx.session_key,
+        "requester": ctx.requester or (ctx.author if kind == "admin" else ""),  # "": only admins answer
         "prompt": APPROVAL_PROMPT.format(name=call.name, args=args, why=why),
     }
     answer = interrupt(request)

@@ -102,6 +102,21 @@ class SubagentState(AgentState, total=False):
     max_rounds: int
 
 
+class ClockState(AgentState, total=False):
+    """One run of a scheduled task (graphs/clock.py): the loop's state plus the drain and synthesis (C7)."""
+
+    #: The run's id: its async subagents are found by it (services.clock `background`).
+    run_id: str
+    #: Set once a drain handed subagent results to the agent: from then on each model call is a synthesis round.
+    drained: bool
+    #: Synthesis rounds so far (at most nodes/clock.py MAX_SYNTHESIS).
+    synthesis: int
+    #: Whether the last drain added results (then the model goes again).
+    fed: bool
+    #: Whether the final reply reached a platform.
+    delivered: bool
+
+
 class TeamState(TypedDict, total=False):
     """One team run (graphs/team.py). `team` is the saved definition (services/teams.py `Team.to_dict`)."""
 

@@ -123,7 +123,8 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
     started = time.monotonic()
     ctx = RunContext(session_key=parent.session_key, requester="", bridge=bridge,
                      executor=subagent_executor(parent, request), services=parent.services,
-                     agent_kind=request.kind, deadline=started + request.budget_sec)
+                     agent_kind=request.kind, deadline=started + request.budget_sec,
+                     author=parent.requester or parent.author)  # who cannot approve its config changes
     inp = {"messages": [task_message(request, run_id)], "max_rounds": request.max_rounds or 0}
     status: SubagentStatus
     out: dict[str, Any] = {}
@@ -134,8 +135,8 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
         status = STATUS.get(str(out.get("status", "ok")), "failed")
     except TimeoutError:
         status = "timeout"
-    except asyncio.CancelledError:  # /stop: the parent's turn is cancelled; SubagentStop still fires
-        await _stopped(ctx)
+    except asyncio.CancelledError:  # /stop, or a clock run's drain giving up on it: what it spent still counts,
+        await _stopped(graph, thread, ctx, parent)  # and SubagentStop still fires
         raise
     except Exception:  # a bug in a step: the parent reads it as a result, its siblings go on
         log.exception("%s on %s failed", request.label, thread)
@@ -158,10 +159,14 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
                           thread_id=thread, usage=usage)
 
 
-async def _stopped(ctx: RunContext) -> None:
-    """SubagentStop for a run cut by /stop, bounded so a slow hook cannot hold the stop up."""
+async def _stopped(graph: CompiledStateGraph[Any, Any, Any, Any], thread: str, ctx: RunContext,
+                   parent: RunContext) -> None:
+    """A run cut from outside: its tokens so far go to the parent, and SubagentStop fires, bounded so a slow
+    hook cannot hold the stop up."""
     try:
         async with asyncio.timeout(STOP_HOOK_SEC):
+            if parent.usage is not None:
+                parent.usage.add((await stored_values(graph, thread)).get("turn_usage"))
             await ctx.services.hooks.run(hook_event(ctx, "SubagentStop", tool_result=STOPPED))
     except Exception as e:  # a failing hook must not turn a stop into an error
         log.warning("SubagentStop hook after /stop failed on %s: %s", ctx.session_key, e)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
@@ -148,6 +149,34 @@ class SubagentSettings(BaseModel):
     team_max_result_len: int = Field(
         12000, ge=100, description="Runes of a team run's answers together (shared by its members)"
     )
+
+
+class ClockSettings(BaseModel):
+    """Scheduled tasks (C1-C7)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    timezone: str = Field(
+        "", description="IANA timezone of new tasks' schedules, e.g. Asia/Shanghai; empty = the machine's"
+    )
+    min_interval_sec: int = Field(60, ge=1, description="Shortest interval between two runs of a repeating task")
+    max_tasks_per_session: int = Field(20, ge=1, le=1000, description="Tasks one chat may have")
+    default_timeout_sec: int = Field(120, ge=1, description="Time budget of one run when the task sets none")
+    max_timeout_sec: int = Field(1800, ge=1, le=86400, description="Upper clamp of a task's own timeout_sec")
+    misfire_grace_sec: int = Field(
+        300, ge=0,
+        description="A run due while the bot was down runs at start if at most this late, else it is logged missed",
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        if v:
+            try:
+                ZoneInfo(v)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown timezone {v!r}; use an IANA name such as Asia/Shanghai") from None
+        return v
 
 
 class ToggleSettings(BaseModel):
@@ -276,6 +305,7 @@ class Settings(BaseSettings):
     subagent: SubagentSettings = Field(default_factory=SubagentSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     skill_tool: ToggleSettings = Field(default_factory=ToggleSettings)
+    clock: ClockSettings = Field(default_factory=ClockSettings)
     knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     vision: VisionSettings = Field(default_factory=VisionSettings)

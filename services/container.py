@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from services.admins import Admins
 from services.approvals import Approvals
+from services.clock import ClockService
 from services.commands import CommandStore
 from services.config import Paths, Settings
 from services.config_edit import ConfigEditor
@@ -45,6 +46,9 @@ class Services:
     #: Saved teams, and the seam to the subagent and team runner (bound once the graphs are built).
     teams: TeamStore
     subagents: Subagents
+    #: Scheduled tasks (C1-C7); it fires only once `start()` is called (ania chat), its runs go through the
+    #: runner bound with the checkpointer (ania/compose.py `bind_clock`).
+    clock: ClockService
     #: Skills (S1-S4), custom commands (G8), the system prompt's base (prompt.json), config editing (T8).
     skills: SkillRegistry
     skill_installer: SkillInstaller

@@ -56,6 +56,9 @@ class RunContext:
     usage: UsageMeter | None = None
     #: The admin who allowed this call (set per call by the admin-approval gate; "" otherwise).
     approved_by: str = ""
+    #: Who wrote the instructions of a run nobody requested (a clock task's creator): like a requester, they
+    #: cannot approve the run's configuration changes (G3), so a task is no way round the second admin.
+    author: str = ""
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()

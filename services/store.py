@@ -10,7 +10,8 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,25 @@ def _m003_started_calls(db: sqlite_utils.Database) -> None:
     db.table("started_calls").create(columns, pk=("session", "call_id"))
 
 
+def _m004_clock(db: sqlite_utils.Database) -> None:
+    """Scheduled tasks and their run log (services/clock). AUTOINCREMENT: a deleted task's id is never reused,
+    so its log rows never mix with a later task's."""
+    db.execute("""CREATE TABLE clock_tasks (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL, name TEXT NOT NULL, schedule TEXT NOT NULL,
+        prompt TEXT NOT NULL, timezone TEXT NOT NULL, run_once INTEGER NOT NULL DEFAULT 0,
+        enabled INTEGER NOT NULL DEFAULT 1, timeout_sec INTEGER, created_by TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL, since REAL NOT NULL, last_fire REAL)""")
+    db.execute("CREATE INDEX clock_tasks_session ON clock_tasks (session)")
+    db.execute("""CREATE TABLE clock_runs (
+        id TEXT PRIMARY KEY, task_id INTEGER NOT NULL, session TEXT NOT NULL, task_name TEXT NOT NULL,
+        status TEXT NOT NULL, scheduled REAL NOT NULL, started REAL, ended REAL, tool_calls TEXT NOT NULL DEFAULT '[]',
+        tool_call_count INTEGER NOT NULL DEFAULT 0, usage TEXT NOT NULL DEFAULT '{}', reply TEXT NOT NULL DEFAULT '',
+        detail TEXT NOT NULL DEFAULT '', delivered INTEGER NOT NULL DEFAULT 0, thread TEXT NOT NULL DEFAULT '')""")
+    db.execute("CREATE INDEX clock_runs_task ON clock_runs (task_id, scheduled)")
+    db.execute("CREATE INDEX clock_runs_session ON clock_runs (session, scheduled)")
+    db.execute("CREATE INDEX clock_runs_status ON clock_runs (status)")
+
+
 #: Sessions remembered as having no started calls (beyond that the set starts over: a few more DELETEs).
 MAX_KNOWN_EMPTY = 4096
 
@@ -43,6 +63,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_kv", _m001_kv),
     ("002_op_log", _m002_oplog),
     ("003_started_calls", _m003_started_calls),
+    ("004_clock", _m004_clock),
 ]
 
 
@@ -68,6 +89,12 @@ class AppStore:
                     with self.db.conn:
                         fn(self.db)
                         self.db.table("_migrations").insert({"name": name, "ts": time.time()}, pk="name")
+
+    @contextmanager
+    def locked(self) -> Iterator[sqlite_utils.Database]:
+        """The database under the store's lock, for a package's own tables (services/clock)."""
+        with self._lock:
+            yield self.db
 
     # --- KV -------------------------------------------------------------------------------
     def kv_get(self, key: str, default: Any = None) -> Any:

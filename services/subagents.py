@@ -24,8 +24,10 @@ SubagentKind = Literal["subagent", "team_member"]
 #: How a run ended: it answered, it failed (model error, bug), its time ran out, or it hit its round limit.
 SubagentStatus = Literal["ok", "failed", "timeout", "max_rounds"]
 
-#: Never offered to a subagent or team member: no recursion, and the todo list is the main session's.
-NOT_FOR_SUBAGENTS = frozenset({"subagent_run", "team_delete", "team_list", "team_run", "team_save", "todo_write"})
+#: Never offered to a subagent or team member: no recursion (nor a clock run's async subagent tools), and the
+#: todo list is the main session's.
+NOT_FOR_SUBAGENTS = frozenset({"subagent_cancel", "subagent_list", "subagent_run", "team_delete", "team_list",
+                               "team_run", "team_save", "todo_write"})
 
 NO_TIME = ("Not started: only {left:.0f} s of this message's time budget are left and {reserve} s are kept for "
            "your reply (subagent.parent_reserve_sec); answer without it.")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from graphs.agent import build_agent_graph
+from graphs.clock import build_clock_graph
 from graphs.gate import build_gate_graph
 from graphs.subagent import build_subagent_graph
 from graphs.team import build_team_graph
@@ -20,6 +21,7 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
     ("gate", build_gate_graph),
     ("subagent", lambda: build_subagent_graph(lambda: 1000)),
     ("team", build_team_graph),
+    ("clock", lambda: build_clock_graph(lambda: 1000)),
 ])
 def test_graph_diagram_is_unchanged(name, graph):
     drawn = graph().get_graph().draw_mermaid()
@@ -34,6 +36,7 @@ def test_graph_diagram_is_unchanged(name, graph):
     (lambda: build_agent_graph(lambda: 1000), {"messages", "status", "turn_usage"}),
     (build_gate_graph, {"call", "route", "blocked", "messages"}),
     (lambda: build_subagent_graph(lambda: 1000), {"messages", "max_rounds"}),
+    (lambda: build_clock_graph(lambda: 1000), {"messages", "run_id", "synthesis"}),
 ])
 def test_graph_schemas_build_on_the_oldest_supported_python(graph, fields):
     """Studio's input form and chat view read these; with `typing.TypedDict` pydantic refuses them before 3.12."""

@@ -154,7 +154,7 @@ def test_studio_graph_is_served(studio: Studio) -> None:
     assert [a["graph_id"] for a in r.json()] == ["agent"]
     r = studio.http.post("/assistants/search", json={"limit": 20})
     r.raise_for_status()
-    assert sorted(a["graph_id"] for a in r.json()) == ["agent", "gate", "subagent", "team"]
+    assert sorted(a["graph_id"] for a in r.json()) == ["agent", "clock", "gate", "subagent", "team"]
 
 
 def test_subagent_graph_runs_a_task(studio: Studio, llm: ScriptedOpenAI) -> None:
@@ -164,6 +164,14 @@ def test_subagent_graph_runs_a_task(studio: Studio, llm: ScriptedOpenAI) -> None
     assert _last(out)["content"] == "the subagent's answer"
     offered = set(llm.requests[0].tool_names)
     assert "time" in offered and not offered & {"subagent_run", "team_run", "team_save", "todo_write"}
+
+
+def test_clock_graph_runs_a_task_and_keeps_only_its_final_reply(studio: Studio, llm: ScriptedOpenAI) -> None:
+    llm.script([Calls([("time", {})], text="thinking aloud"), Reply("the task's reply")])
+    out = studio.wait(studio.thread(), "clock", input={"messages": [{"role": "user", "content": "what time?"}]})
+    assert out["reply"] == "the task's reply" and out["delivered"] is False  # no platform in Studio: logged
+    offered = set(llm.requests[0].tool_names)
+    assert {"time", "clock_list", "subagent_run"} <= offered and "todo_write" not in offered
 
 
 def test_team_graph_gathers_its_members(studio: Studio, llm: ScriptedOpenAI) -> None:

@@ -53,7 +53,8 @@ def test_cut_counts_runes_and_says_how_much():
 
 
 def test_no_recursion_tools():
-    assert {"subagent_run", "team_run", "team_save", "team_delete", "team_list", "todo_write"} == NOT_FOR_SUBAGENTS
+    assert {"subagent_run", "subagent_list", "subagent_cancel", "team_run", "team_save", "team_delete", "team_list",
+            "todo_write"} == NOT_FOR_SUBAGENTS
 
 
 async def test_subagent_bridge_drops_text_and_defers_images(tmp_path):

@@ -3,7 +3,9 @@
 `ChatBridge` is the main session's bridge over a platform's send function (the terminal; tests). OneBot
 has its own (`ania/platforms/onebot/bridge.py`). `SubagentBridge` is a subagent's or team member's (A1):
 it drops intermediate text (logged only), keeps its own image queue, and sends a tool's images and
-files, reads history and asks for approvals through the parent's bridge. Clock runs use it too.
+files, reads history and asks for approvals through the parent's bridge. `ClockBridge` is a clock run's
+(C5): it drops intermediate text too, and sends images, files and approval prompts to the task's target
+chat through the outboxes.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ log = logging.getLogger(__name__)
 
 Send = Callable[[str], Awaitable[None]]
 MAX_QUEUED_IMAGES = 8
+#: Sends a text to a session's chat (services/outboxes.py `Outboxes.send`).
+SendTo = Callable[[str, str], Awaitable[bool]]
 
 
 def read_image(path: str) -> tuple[str | None, str]:
@@ -139,3 +143,23 @@ class SubagentBridge(ImageQueue):
     async def request_approval(self, prompt: str) -> bool:
         """Approvals of a subagent's calls are asked in the chat the run belongs to."""
         return await self._parent.request_approval(prompt)
+
+class ClockBridge(ChatBridge):
+    """A clock run's bridge (C5): only the run's final reply is its message (the graph's deliver step sends it);
+    images and files that tools send explicitly go to the target chat at once, saved under `outbox`."""
+
+    def __init__(self, send_to: SendTo, target: str, outbox: Path, label: str) -> None:
+        async def send(text: str) -> None:
+            await send_to(target, text)
+
+        super().__init__(send, outbox)
+        self._label = label
+
+    async def send_text(self, text: str) -> str:
+        log.info("[%s] intermediate text (not sent): %s", self._label, text[:500])
+        return "not sent: a scheduled task's text reaches the chat only as its final reply"
+
+    async def request_approval(self, prompt: str) -> bool:
+        """Approvals of a run's calls are asked in the target chat (the run's own text is never sent)."""
+        await self._send(prompt)
+        return True

@@ -8,7 +8,8 @@ waiting for an approval, so `printf 'run ls\\nallow\\n' | ania chat` answers the
 person would. `/quit` and `/exit` end the chat (running turns are stopped), as does the end of input
 (running turns finish first).
 
-Output: replies go to stdout. When stdout is a TTY, a status line shows what the bot is doing now
+Output: replies go to stdout, and so do texts for the session that arrive between turns (a scheduled
+task's reply, C5: the clock starts with the chat). When stdout is a TTY, a status line shows what the bot is doing now
 ("thinking", "running bash", "waiting for approval", with the seconds spent and, after a while, the
 model endpoint it waits for), each tool call that finished gets a line, and a failed model call names
 the endpoint's URL. The steps come from a LangChain callback handler carried by a context variable
@@ -224,6 +225,7 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
         _steps_var.set(StepWatcher(status, emit_note))
         unfilter = _clear_before_logs(status)
     detach = engine.services.outboxes.attach("terminal", outbox)
+    await engine.services.clock.start()  # scheduled tasks fire while the chat waits for input; replies print here
     bridge = ChatBridge(send, engine.services.paths.data_dir / "outbox" / session_key)
     entry = MessageEntry(engine, lambda _key: bridge)
     lines = StdinLines(stdin_fd)

@@ -1,6 +1,8 @@
 """`ania serve`: the chat-bot process. Connects (or listens), serves every group and private chat until
 SIGINT or SIGTERM, then shuts down cleanly: no new messages are taken, running turns get
-`onebot.shutdown_grace_sec` to finish (their replies go out), the rest are stopped and settled."""
+`onebot.shutdown_grace_sec` to finish (their replies go out), the rest are stopped and settled.
+Scheduled tasks (C1) fire while it serves; at shutdown the clock stops first, while the platform is still
+attached, so a run it cuts off is told in its chat."""
 
 from __future__ import annotations
 
@@ -29,9 +31,11 @@ async def run_serve(engine: Engine, stop: asyncio.Event | None = None) -> None:
     where = s.ws_url or f"ws://{s.listen}/{s.path.strip('/')}"
     log.warning("ania serve: OneBot v11 on %s; Ctrl-C or SIGTERM stops", where)
     try:
+        await engine.services.clock.start()
         await stop.wait()
         log.warning("ania serve: shutting down (running messages get %g s to finish)", s.shutdown_grace_sec)
     finally:
+        await engine.services.clock.stop()
         await adapter.stop()
         for sig in installed:
             loop.remove_signal_handler(sig)

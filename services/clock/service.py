@@ -1,0 +1,304 @@
+"""The clock service (C1-C6): tasks that the model and people create, fired by the clock's own scheduler.
+
+Management goes through the task book (services/clock/book.py: checks and ownership); the service adds
+the scheduler. A fire: the scheduler hands over (task id, due time); the service writes the `running`
+row, runs the task through the runner seam (the clock graph, bound by the runtime: ania/clock/runner.py)
+under the task's time budget, writes the outcome, deletes a run-once task, and tells the target when the
+run timed out or failed. A fire that comes later than `clock.misfire_grace_sec`, or while the task's
+previous run is still going, is logged as `missed`. The service never raises into the scheduler.
+
+`start` (only a process that serves chats calls it: `ania chat`, tests) marks rows left `running` as
+`interrupted`, settles fire times that passed while the bot was down (services/clock/misfire.py),
+and registers every task again. A row that cannot be read as a task is reported, not loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from services.clock.background import BackgroundSubagents
+from services.clock.book import UNREADABLE, TaskBook, why
+from services.clock.misfire import overdue
+from services.clock.model import ClockRun, ClockRunner, ClockTask, RunOutcome, RunSpec
+from services.clock.schedule import Schedule, show
+from services.clock.scheduler import Scheduler
+from services.clock.store import ClockStore
+from services.clock.texts import FAILED, INTERRUPTED, TIMED_OUT, TaskView, missed_notice, next_words
+from services.clock.zones import local_zone
+from services.config import Settings
+from services.errors import ToolError
+from services.outboxes import Outboxes
+from services.store import AppStore
+from services.subagents import Subagents
+
+log = logging.getLogger(__name__)
+
+NOT_BOUND = "scheduled tasks are not available in this process (no runner is bound)"
+BUSY = "task {id} is running now (run {run}); wait for it to finish"
+LATE = "due {late:.0f} s earlier (more than clock.misfire_grace_sec = {grace} s late, e.g. a blocked event loop)"
+OVERLAP = "its previous run {run} was still going"
+RAISED = "an error on the bot's side ({name}); it is in the log"
+STOPPED = "the bot stopped during the run"
+CRASHED = "the bot stopped or crashed during the run"
+
+
+@dataclass
+class LiveRun:
+    run_id: str
+    background: BackgroundSubagents
+
+
+class ClockService:
+    def __init__(self, store: AppStore, settings: Settings, outboxes: Outboxes, subagents: Subagents) -> None:
+        self.settings = settings.clock
+        self.tz = local_zone(self.settings.timezone)
+        self.db = ClockStore(store)
+        self._outboxes = outboxes
+        self._subagents = subagents
+        self._runner: ClockRunner | None = None
+        self._scheduler: Scheduler | None = None
+        self._live: dict[int, LiveRun] = {}  # task id → its run in progress
+        self._by_run: dict[str, LiveRun] = {}
+        self._spawned: set[asyncio.Task[None]] = set()
+        self.book = TaskBook(self.db, self.settings, self.tz, self._running_of)
+
+    def bind(self, runner: ClockRunner) -> None:
+        self._runner = runner
+
+    @property
+    def running(self) -> bool:
+        return self._scheduler is not None
+
+    @property
+    def broken(self) -> dict[int, str]:
+        """Rows that could not be loaded at start: task id → why."""
+        return self.book.broken
+
+    # --- management (the book's, plus the scheduler) ------------------------------------------------
+    def create(self, session: str, by: str, schedule: str, prompt: str, name: str | None = None,
+               run_once: bool = False, timeout_sec: int | None = None) -> TaskView:
+        task = self.book.create(session, by, schedule, prompt, name, run_once, timeout_sec)
+        self._register(task)
+        return self.book.view(task)
+
+    def update(self, session: str | None, task_id: int, *, schedule: str | None = None, prompt: str | None = None,
+               enabled: bool | None = None, timeout_sec: int | None = None) -> TaskView:
+        task = self.book.update(session, task_id, schedule=schedule, prompt=prompt, enabled=enabled,
+                                timeout_sec=timeout_sec)
+        self._register(task)
+        return self.book.view(task)
+
+    def delete(self, session: str | None, task_id: int) -> TaskView:
+        view = self.book.delete(session, task_id)
+        if self._scheduler is not None:
+            self._scheduler.remove(task_id)
+        return view
+
+    def views(self, session: str | None = None) -> list[TaskView]:
+        return self.book.views(session)
+
+    def log(self, session: str | None, task_id: int | None = None, limit: int = 10) -> list[ClockRun]:
+        return self.book.log(session, task_id, limit)
+
+    def clamp_timeout(self, seconds: int | None) -> int | None:
+        return self.book.clamp_timeout(seconds)
+
+    async def run_now(self, session: str | None, task_id: int, by: str) -> str:
+        """Start a run now, outside the schedule (`/clock run`); returns its run id."""
+        task = self.book.owned(session, task_id)
+        if self._runner is None:
+            raise ToolError(NOT_BOUND)
+        if task.id in self._live:
+            raise ToolError(BUSY.format(id=task.id, run=self._live[task.id].run_id))
+        run_id = _new_id()
+        self._spawn(self._fire(task.id, datetime.now(self.tz), by=by, run_id=run_id))
+        return run_id
+
+    def background(self, run_id: str) -> BackgroundSubagents | None:
+        live = self._by_run.get(run_id)
+        return live.background if live is not None else None
+
+    def _running_of(self, task_id: int) -> str:
+        live = self._live.get(task_id)
+        return live.run_id if live is not None else ""
+
+    # --- the scheduler ----------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Mark crashed runs, settle overdue fire times, register every task, start firing."""
+        if self._scheduler is not None:
+            return
+        scheduler = Scheduler(self.tz, self._due)
+        for run in self.db.interrupt_all(CRASHED):
+            log.warning("clock run %s of task %d was interrupted by a stop or crash", run.id, run.task_id)
+            await self._tell_interrupted(run)
+        now = datetime.now(self.tz)
+        catch_up: list[tuple[int, datetime]] = []
+        for row in self.db.rows():
+            try:
+                task = ClockTask.from_row(row)
+                schedule = self.book.schedule(task)
+            except UNREADABLE as e:
+                self.broken[int(row["id"])] = reason = why(e)
+                log.error("clock task row %s cannot be loaded (%s); the other tasks are loaded", row.get("id"), reason)
+                continue
+            if not task.enabled:
+                continue
+            since = datetime.fromtimestamp(task.since, schedule.tz)
+            late = overdue(schedule, since, _at(task.last_fire, schedule), now, self.settings.misfire_grace_sec)
+            if late.missed and late.first_missed is not None:
+                await self._missed_at_start(task, schedule, late.first_missed, late.last_missed, late.missed,
+                                            late.at_least)
+            if late.run_at is not None:
+                catch_up.append((task.id, late.run_at))
+            if late.upcoming is not None or (late.at_least and self.book.next_fire(task, schedule) is not None):
+                scheduler.put(task.id, schedule.trigger)
+            elif late.run_at is None:  # a one-time task whose time passed: nothing left to run
+                self.db.delete(task.id)
+        scheduler.start()
+        self._scheduler = scheduler
+        for task_id, at in catch_up:
+            self._spawn(self._fire(task_id, at, late_ok=True))
+        log.info("clock: %d task(s) scheduled, %d run(s) made up, %d broken", len(scheduler), len(catch_up),
+                 len(self.broken))
+
+    async def stop(self) -> None:
+        """Stop firing and cancel the runs in progress: their rows become `interrupted` and their chats are told
+        (a platform that is still attached, as over a /reboot, shows it; a crash is told at the next start)."""
+        if self._scheduler is not None:
+            self._scheduler.stop()
+            self._scheduler = None
+        live = {run.run_id: task_id for task_id, run in self._live.items()}
+        spawned = list(self._spawned)
+        for t in spawned:
+            t.cancel()
+        await asyncio.gather(*spawned, return_exceptions=True)
+        for task_id in sorted(set(live.values())):
+            for run in self.db.runs(task_id=task_id, limit=5):
+                if run.id in live and run.status == "interrupted":
+                    await self._tell_interrupted(run)
+
+    def _register(self, task: ClockTask) -> None:
+        if self._scheduler is None:
+            return
+        schedule = self.book.schedule(task)
+        if task.enabled and self.book.next_fire(task, schedule) is not None:
+            self._scheduler.put(task.id, schedule.trigger)
+        else:
+            self._scheduler.remove(task.id)
+
+    def _due(self, job_id: str, scheduled: datetime) -> None:
+        """From the scheduler (in the event loop): start the fire at once, as its own asyncio task."""
+        self._spawn(self._fire(int(job_id), scheduled))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._spawned.add(task)
+        task.add_done_callback(self._spawned.discard)
+
+    async def _fire(self, task_id: int, scheduled: datetime, *, by: str = "", late_ok: bool = False,
+                    run_id: str = "") -> None:
+        started = time.time()
+        try:
+            await self._run(task_id, scheduled, started, by, late_ok or bool(by), run_id or _new_id())
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # bookkeeping failed (the store?): logged, never raised into the scheduler
+            log.exception("clock fire of task %d failed", task_id)
+
+    async def _run(self, task_id: int, scheduled: datetime, started: float, by: str, late_ok: bool,
+                   run_id: str) -> None:
+        try:
+            task = self.db.get(task_id)
+        except UNREADABLE as e:
+            log.error("clock task %d cannot be read at its fire (%s)", task_id, why(e))
+            return
+        if task is None or (not task.enabled and not by):
+            return  # deleted or paused since the fire was due
+        due = scheduled.timestamp()
+        fired = not by
+        if not late_ok and started - due > self.settings.misfire_grace_sec:
+            return self._missed(task, due, LATE.format(late=started - due, grace=self.settings.misfire_grace_sec))
+        if task.id in self._live:
+            return self._missed(task, due, OVERLAP.format(run=self._live[task.id].run_id), fired)
+        thread = f"clock:{task.id}:{run_id}"
+        self.db.start_run(ClockRun(run_id, task.id, task.session, task.name, "running", due, started=started,
+                                   thread=thread), fired=fired)
+        live = LiveRun(run_id, BackgroundSubagents(self._subagents, run_id))
+        self._live[task.id] = self._by_run[run_id] = live
+        budget = float(task.timeout_sec or self.settings.default_timeout_sec)
+        try:
+            if self._runner is None:
+                raise ToolError(NOT_BOUND)
+            outcome = await self._runner.run(task, RunSpec(run_id, scheduled, budget, live.background, by))
+        except asyncio.CancelledError:
+            self.db.interrupt(run_id, STOPPED)
+            raise
+        except Exception as e:
+            log.exception("clock run %s of %s raised", run_id, task.label)
+            outcome = RunOutcome("error", detail=RAISED.format(name=type(e).__name__), thread=thread)
+        finally:
+            self._live.pop(task.id, None)
+            self._by_run.pop(run_id, None)
+            await live.background.close()
+        self.db.finish_run(run_id, task.id, outcome, delete_task=task.run_once)
+        if task.run_once and self._scheduler is not None:
+            self._scheduler.remove(task.id)
+        log.info("clock run %s of %s: %s", run_id, task.label, outcome.status)
+        if outcome.status == "timeout":
+            key = "its timeout_sec" if task.timeout_sec else "clock.default_timeout_sec"
+            await self._tell(task.session, TIMED_OUT.format(label=task.label, sec=f"{budget:g}", key=key,
+                                                            next=next_words(self.book.maybe_view(task.id))))
+        elif outcome.status == "error":
+            await self._tell(task.session, FAILED.format(label=task.label, detail=_sentence(outcome.detail),
+                                                         next=next_words(self.book.maybe_view(task.id))))
+
+    def _missed(self, task: ClockTask, due: float, detail: str, fired: bool = True) -> None:
+        log.warning("clock %s: a run due at %s was missed: %s", task.label, _show(due, self.tz), detail)
+        run = ClockRun(_new_id(), task.id, task.session, task.name, "missed", due, detail=detail)
+        self.db.add_missed([run], last_fire=due if fired else None)
+
+    async def _missed_at_start(self, task: ClockTask, schedule: Schedule, first: datetime, last: datetime | None,
+                               n: int, at_least: bool) -> None:
+        count = f"at least {n}" if at_least else str(n)
+        latest = _show((last or first).timestamp(), schedule.tz)
+        detail = f"{count} run(s) due while the bot was down, up to {latest}"
+        run = ClockRun(_new_id(), task.id, task.session, task.name, "missed", first.timestamp(), detail=detail)
+        self.db.add_missed([run], last_fire=(last or first).timestamp())
+        log.warning("clock %s: %s", task.label, detail)
+        await self._tell(task.session, missed_notice(task, n, first, last, self.settings.misfire_grace_sec, at_least,
+                                                     schedule.tz, self.book.maybe_view(task.id)))
+
+    async def _tell_interrupted(self, run: ClockRun) -> None:
+        await self._tell(run.session, INTERRUPTED.format(label=f'task {run.task_id} "{run.task_name}"',
+                                                        due=_show(run.scheduled, self.tz),
+                                                        next=next_words(self.book.maybe_view(run.task_id))))
+
+    async def _tell(self, session: str, text: str) -> None:
+        try:
+            await self._outboxes.send(session, text)
+        except Exception:
+            log.exception("could not tell %s: %s", session, text[:200])
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def _at(ts: float | None, schedule: Schedule) -> datetime | None:
+    return None if ts is None else datetime.fromtimestamp(ts, schedule.tz)
+
+
+def _show(ts: float, tz: ZoneInfo) -> str:
+    return show(datetime.fromtimestamp(ts, tz), tz)
+
+
+def _sentence(text: str) -> str:
+    text = " ".join(text.split())
+    return text if text.endswith((".", "!", "?", "。")) else text + "."
