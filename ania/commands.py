@@ -18,6 +18,7 @@ BUILTIN_HELP = (
     ("/cmd list | add <name> <template> | del <name>", "custom commands ($args in a template takes the "
      "arguments; add and del: admins)"),
     ("/reboot", "restart the engine with the settings and files as they are now (admins)"),
+    ("/usage", "tokens this chat and all chats used today, against the daily quotas"),
 )
 CMD_USAGE = "Usage: /cmd list | /cmd add <name> <template> | /cmd del <name>"
 

@@ -30,6 +30,7 @@ from services.store import AppStore
 from services.subagents import Subagents
 from services.teams import TeamStore
 from services.todos import TodoStore
+from services.usage import QueryLog, Quota
 from tools.base import Tool
 from tools.bash import bash_tools
 from tools.config import config_tools
@@ -80,6 +81,8 @@ async def build_services(
                            settings.skills.enabled)
     await skills.reload()
     commands = CommandStore(paths.config_dir, store)
+    queries = QueryLog(store, settings.logs)
+    queries.interrupt_running()
     return Services(
         settings=settings, paths=paths, admins=admins, store=store, shared_tools=shared, sessions=sessions,
         llm=llm, hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
@@ -88,6 +91,7 @@ async def build_services(
         skills=skills, skill_installer=SkillInstaller(skills, paths.data_dir / "skills", settings.skills, store),
         commands=commands, persona=load_persona(paths.config_dir, settings),
         config=ConfigEditor(paths, settings, store, commands),
+        quota=Quota(settings.quota, store, admins.is_admin), queries=queries,
     )
 
 

@@ -2,7 +2,7 @@
 
 1. An approval reply is taken first (an approval wait holds the session's turn, and replies are
    usually not addressed to the bot).
-2. Slash commands (`/stop`, `/plan on|off`, `/help`, `/cmd`, `/reboot`); a custom command
+2. Slash commands (`/stop`, `/plan on|off`, `/help`, `/cmd`, `/reboot`, `/usage`); a custom command
    (config/commands.json) is expanded into its prompt and goes on like a normal message.
 3. Otherwise the message joins its session's queue: one turn at a time per session, sessions in
    parallel.
@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from ania.commands import cmd_command, help_text
 from ania.engine import Engine, TurnResult
+from ania.operations import usage_text
 from services.config import load_settings
 from services.context import CallbackBridge
 from services.errors import ConfigError
@@ -97,6 +98,8 @@ class MessageEntry:
             return await cmd_command(self.engine.services, session_key, user_id, arg)
         if name == "/reboot":
             return await self.reboot(session_key, user_id)
+        if name == "/usage":
+            return await usage_text(self.engine.services, self.engine.graph, session_key)
         return None
 
     async def reboot(self, session_key: str, user_id: str) -> str:

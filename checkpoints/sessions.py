@@ -150,3 +150,20 @@ def _time_of(checkpoint_id: str) -> datetime | None:
         return None
     ticks = ((u.int >> 80) << 12) | ((u.int >> 64) & 0x0FFF)  # time_high+mid (48 bits), time_low (12 bits)
     return _UUID_EPOCH + timedelta(microseconds=ticks // 10)
+
+
+LATEST_SQL = ("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+              "ORDER BY checkpoint_id DESC LIMIT 1")
+
+
+async def latest_checkpoint(saver: BaseCheckpointSaver | None, session_key: str) -> str:
+    """The id of the session's newest checkpoint ("" for a new session): where a turn starts (the query log)."""
+    if isinstance(saver, AsyncSqliteSaver):
+        await saver.setup()
+        async with saver.lock, saver.conn.execute(LATEST_SQL, (session_key,)) as cur:
+            row = await cur.fetchone()
+        return str(row[0]) if row else ""
+    if saver is None:
+        return ""
+    found = await saver.aget_tuple(thread_config(session_key))
+    return str(found.config["configurable"]["checkpoint_id"]) if found else ""

@@ -22,6 +22,7 @@ from services.store import AppStore
 from services.subagents import Subagents
 from services.teams import TeamStore
 from services.todos import TodoStore
+from services.usage import QueryLog, Quota
 from tools.registry import SharedExecutor
 
 
@@ -49,3 +50,6 @@ class Services:
     commands: CommandStore
     persona: Persona
     config: ConfigEditor
+    #: Daily token quotas (Q1) and the query log (Q3).
+    quota: Quota
+    queries: QueryLog
