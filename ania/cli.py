@@ -1,4 +1,4 @@
-"""The `ania` command: `ania chat`, `ania demo`, `ania sessions list|show`, `ania fake-llm`.
+"""The `ania` command: `ania chat`, `ania demo`, `ania sessions ...`, `ania logs ...`, `ania fake-llm`.
 
 Start-up order matters to a person waiting at the terminal: the arguments are parsed with nothing but
 argparse loaded (`ania --help` and `--version` import no project module), then the settings are read
@@ -15,6 +15,8 @@ import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from ania import logs_cli, sessions_cli
 
 if TYPE_CHECKING:
     from services.config import Paths, Settings
@@ -76,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--script", metavar="FILE",
                       help="JSON list of scripted steps (replies, tool calls), e.g. config.example/demo-script.json")
     _chat_options(demo)
-    sessions = sub.add_parser("sessions", help="list or show stored conversations (starts nothing)",
+    sessions = sub.add_parser("sessions", help="list, show, history, fork, replay, export or prune stored "
+                                               "conversations",
                               description="Stored conversations in <data dir>/checkpoints.db (one LangGraph "
                                           "thread per session). Reads only; starts no MCP server.")
     ssub = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -85,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
     show = ssub.add_parser("show", help="print a session's messages",
                            description="Print a stored session's messages, one per line.")
     show.add_argument("key", type=session_key, help="the session key, e.g. f:local or g:team")
+    sessions_cli.add_actions(ssub, session_key)
+    logs_cli.add_parser(sub)
     fake = sub.add_parser("fake-llm", help="serve a scripted OpenAI-compatible model on 127.0.0.1",
                           description="Serve a scripted OpenAI-compatible model on 127.0.0.1 until Ctrl-C; point "
                                       "llm.base_url at the printed URL (model name: scripted-model).")
@@ -110,6 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.cmd == "fake-llm":
             return _fake_llm(args.port, args.script)
+        if args.cmd == "logs":
+            return logs_cli.run(args)
+        if args.cmd == "sessions" and args.action not in ("list", "show"):
+            from services.config import Paths
+
+            return asyncio.run(sessions_cli.run(args, Paths.from_env(check=True)))
         if args.cmd == "sessions":
             return asyncio.run(_sessions(args))
         return _chat(args)

@@ -75,7 +75,8 @@ async def session_history(saver: BaseCheckpointSaver, session_key: str) -> list[
             meta: Mapping[str, Any] = item.metadata or {}
             cid = str(item.config["configurable"]["checkpoint_id"])
             parent = item.parent_config["configurable"]["checkpoint_id"] if item.parent_config else None
-            out.append(StepInfo(cid, parent, _time_of(cid), int(meta.get("step", 0)), str(meta.get("source", ""))))
+            step, source = int(meta.get("step", 0)), str(meta.get("source", ""))
+            out.append(StepInfo(cid, parent, checkpoint_time(cid), step, source))
         return sorted(out, key=lambda s: s.checkpoint_id)
     await saver.setup()
     async with saver.lock, saver.conn.cursor() as cur:
@@ -88,7 +89,7 @@ async def session_history(saver: BaseCheckpointSaver, session_key: str) -> list[
     for cid, path, n in tasks:
         ran.setdefault(cid, []).append(_node_of(str(path)))
         written[cid] = written.get(cid, 0) + int(n or 0)
-    return [StepInfo(cid, parent, _time_of(cid), int(step if step is not None else 0), str(source or ""),
+    return [StepInfo(cid, parent, checkpoint_time(cid), int(step if step is not None else 0), str(source or ""),
                      tuple(ran.get(cid, ())), written.get(cid, 0))
             for cid, parent, step, source in rows]
 
@@ -140,7 +141,7 @@ def _node_of(task_path: str) -> str:
 _UUID_EPOCH = datetime(1582, 10, 15, tzinfo=UTC)
 
 
-def _time_of(checkpoint_id: str) -> datetime | None:
+def checkpoint_time(checkpoint_id: str) -> datetime | None:
     """LangGraph's checkpoint ids are UUIDv6: time-ordered, with the creation time in their top 60 bits."""
     try:
         u = uuid.UUID(checkpoint_id)

@@ -10,7 +10,7 @@ ends add its tokens (already folded: model calls, compaction, subagents) to the 
 """
 
 from services.usage.meter import UsageMeter
-from services.usage.querylog import MAX_CALLS, STATUSES, QueryFilter, QueryLog
+from services.usage.querylog import MAX_CALLS, STATUSES, QueryFilter, QueryLog, read_ops
 from services.usage.quota import DayUsage, Quota
 
-__all__ = ["MAX_CALLS", "STATUSES", "DayUsage", "QueryFilter", "QueryLog", "Quota", "UsageMeter"]
+__all__ = ["MAX_CALLS", "STATUSES", "DayUsage", "QueryFilter", "QueryLog", "Quota", "UsageMeter", "read_ops"]

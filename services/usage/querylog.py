@@ -132,3 +132,20 @@ def _alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def read_ops(store: AppStore, *, session: str | None = None, kind: str | None = None, since: float | None = None,
+             limit: int = 50) -> list[dict[str, Any]]:
+    """The operation log (R3: approvals, config, skill, MCP changes, reboots), newest first."""
+    where: list[str] = []
+    args: list[Any] = []
+    for column, value in (("session", session), ("kind", kind)):
+        if value:
+            where.append(f"{column} = ?")
+            args.append(value)
+    if since is not None:
+        where.append("ts >= ?")
+        args.append(since)
+    sql = (f"SELECT id, ts, kind, session, actor, detail FROM op_log {'WHERE ' + ' AND '.join(where) if where else ''}"
+           " ORDER BY id DESC LIMIT ?")
+    return [{**r, "detail": json.loads(r["detail"] or "{}")} for r in store.query(sql, [*args, limit])]
