@@ -187,15 +187,17 @@ async def _prune(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
     from services.usage import QueryLog
 
     before = datetime.now(UTC) - timedelta(seconds=args.older_than)
-    report = await prune_threads(saver, before, dry_run=args.dry_run)
-    rows = 0
+    rows, running = 0, set()
     db = paths.data_dir / "ania.db"
     if db.exists():
         store = AppStore(db)
         try:
+            running = {r["session"] for r in store.query("SELECT DISTINCT session FROM query_log "
+                                                          "WHERE status = 'running'")}
             rows = QueryLog(store, load_settings(paths.config_dir).logs).prune(before.timestamp(), dry_run=args.dry_run)
         finally:
             store.close()
+    report = await prune_threads(saver, before, dry_run=args.dry_run, running=running)
     verb = "would delete" if args.dry_run else "deleted"
     print(f"{verb}: {len(report.sessions_deleted)} idle session(s), {report.checkpoints} checkpoint(s), "
           f"{report.writes} write(s), {rows} query row(s) older than {before.astimezone():%Y-%m-%d %H:%M}")

@@ -13,6 +13,7 @@ for a turn running meanwhile).
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -98,8 +99,10 @@ async def fork_thread(saver: BaseCheckpointSaver, source: str, checkpoint_id: st
     return len(ids)
 
 
-async def prune_threads(saver: BaseCheckpointSaver, before: datetime, *, dry_run: bool = False) -> PruneReport:
-    """Delete what is older than `before` (see the module docstring); `dry_run` only counts."""
+async def prune_threads(saver: BaseCheckpointSaver, before: datetime, *, dry_run: bool = False,
+                        running: Collection[str] = ()) -> PruneReport:
+    """Delete what is older than `before` (see the module docstring); `dry_run` only counts. A session in
+    `running` (a turn is under way) and its subagent threads are never deleted whole, only trimmed."""
     db = _sqlite(saver)
     await db.setup()
     deleted: list[str] = []
@@ -114,7 +117,8 @@ async def prune_threads(saver: BaseCheckpointSaver, before: datetime, *, dry_run
         if not rows:
             continue
         newest = checkpoint_time(rows[0][0])
-        if newest is not None and newest < before:
+        busy = any(thread == key or thread.startswith(f"{key}/") for key in running)
+        if newest is not None and newest < before and not busy:
             cut, whole = None, True
         else:
             cut, whole = await _newest_copy_before(db, thread, rows, before), False

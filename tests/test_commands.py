@@ -141,6 +141,7 @@ async def test_help_lists_builtin_and_custom_commands(scripted_llm, make_chat, t
         "/cmd list | add <name> <template> | del <name> — custom commands ($args in a template takes the "
         "arguments; add and del: admins)",
         "/reboot — restart the engine with the settings and files as they are now (admins)",
+        "/usage — tokens this chat and all chats used today, against the daily quotas",
         "Custom commands:",
         "/tldr: Summarise the following in three short lines:",
         "/tr: Translate a text into English",
