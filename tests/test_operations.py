@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import subprocess
+import os
 import sys
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -142,12 +142,12 @@ async def test_stopped_and_timed_out_turns_keep_their_status_and_tokens(scripted
 
 async def test_rows_left_running_by_a_dead_process_become_interrupted(scripted_llm, make_chat, tmp_path):
     store = AppStore(tmp_path / "data" / "ania.db")
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
-                          check=True, timeout=30)
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await child.wait()  # its pid belongs to nobody now
     dead = store.write("INSERT INTO query_log (started, session, status, pid) VALUES (1, 'g:1', 'running', ?)",
-                       [int(gone.stdout)])
+                       [child.pid])
     mine = store.write("INSERT INTO query_log (started, session, status, pid) VALUES (1, 'g:2', 'running', ?)",
-                       [__import__("os").getpid()])
+                       [os.getpid()])
     store.close()
     chat = await make_chat(make_settings(scripted_llm))
     log = chat.engine.services.queries
