@@ -63,7 +63,7 @@ async def replay_on(engine: Engine, key: str, at: str, *, message: str | None = 
     scratch = f"{key}/replay/{secrets.token_hex(3)}"
     if saver is None or isinstance(saver, bool):
         raise ForkError("replay needs the engine's checkpointer")
-    await fork_thread(saver, key, at, scratch)
+    await fork_thread(saver, key, at, scratch, rerun=True)
     report = ReplayReport(scratch)
     snapshot = await engine.graph.aget_state(thread_config(scratch))
     before = list(snapshot.values.get("messages") or [])

@@ -53,8 +53,10 @@ def _sqlite(saver: BaseCheckpointSaver) -> AsyncSqliteSaver:
     return saver
 
 
-async def fork_thread(saver: BaseCheckpointSaver, source: str, checkpoint_id: str, target: str) -> int:
-    """Copy `source` up to `checkpoint_id` to the new thread `target`; returns the checkpoints copied."""
+async def fork_thread(saver: BaseCheckpointSaver, source: str, checkpoint_id: str, target: str, *,
+                      rerun: bool = False) -> int:
+    """Copy `source` up to `checkpoint_id` to the new thread `target`; returns the checkpoints copied.
+    With `rerun` the writes made from that checkpoint are left behind: its pending step runs again (replay)."""
     db = _sqlite(saver)
     await db.setup()
     async with db.lock:
@@ -68,9 +70,10 @@ async def fork_thread(saver: BaseCheckpointSaver, source: str, checkpoint_id: st
         if not ids:
             raise ForkError(f"session {source!r} has no checkpoint {checkpoint_id!r} "
                             f"(`ania sessions history {source}` lists them)")
-        tasks = [r[0] for r in await db.conn.execute_fetchall(
+        tasks = [] if rerun else [r[0] for r in await db.conn.execute_fetchall(
             "SELECT DISTINCT task_id FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
             (source, checkpoint_id))]
+        with_writes = [c for c in ids if c != checkpoint_id] if rerun else ids
         await db.conn.execute("BEGIN")
         try:
             for i in range(0, len(ids), CHUNK):
@@ -80,10 +83,11 @@ async def fork_thread(saver: BaseCheckpointSaver, source: str, checkpoint_id: st
                     f"INSERT INTO checkpoints (thread_id, {CHECKPOINT_COLUMNS}) SELECT ?, {CHECKPOINT_COLUMNS} "
                     f"FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id IN ({marks})",
                     (target, source, *part))
+                written = [c for c in part if c in with_writes]
                 await db.conn.execute(
                     f"INSERT INTO writes (thread_id, task_path, {WRITE_COLUMNS}) SELECT ?, task_path, {WRITE_COLUMNS} "
-                    f"FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id IN ({marks})",
-                    (target, source, *part))
+                    f"FROM writes WHERE thread_id = ? AND checkpoint_ns = '' "
+                    f"AND checkpoint_id IN ({','.join('?' * len(written))})", (target, source, *written))
             for task in tasks:  # a paused tool call's gate graph (its own namespace, named after the task)
                 like = (target, source, f"%:{task}")
                 await db.conn.execute(

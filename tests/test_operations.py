@@ -160,3 +160,36 @@ async def test_the_query_log_can_be_turned_off(scripted_llm, make_chat):
     assert await chat.say("f:u1", "u1", "hello") == ["hi"]
     assert chat.engine.services.queries.rows(QueryFilter()) == []
     assert chat.engine.services.quota.used("f:u1").session == served(scripted_llm)
+
+
+async def test_ania_logs_reads_both_logs_as_json_lines_when_piped(scripted_llm, make_chat, tmp_path, monkeypatch,
+                                                                  capsys):
+    import json
+
+    from ania.cli import main
+
+    chat = await make_chat(make_settings(scripted_llm), approval_timeout_sec=0.2)
+    scripted_llm.script([Calls([("time", {})]), Reply("noon"), Calls([("config_set", {"key": "bot.admins",
+                                                                                       "value": "[]"})]), Reply("no")])
+    await chat.say("g:club", "u1", "what time")
+    await chat.say("f:u2", "u2", "drop the admins")
+    await chat.engine.close()
+    monkeypatch.setenv("ANIA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ANIA_CONFIG_DIR", str(tmp_path / "config"))
+
+    def run(*argv: str) -> tuple[int, list[dict]]:
+        code = main(list(argv))
+        out = capsys.readouterr().out
+        return code, [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    code, rows = run("logs", "queries")
+    assert code == 0 and [r["session"] for r in rows] == ["f:u2", "g:club"]  # newest first
+    assert run("logs", "queries", "--tool", "time", "--since", "1h")[1][0]["input"] == "what time"
+    assert run("logs", "queries", "--session", "f:u2", "-n", "5")[1][0]["calls"][0]["status"] == "blocked by approval"
+    assert run("logs", "queries", "--since", "2000-01-01", "--status", "error")[1] == []
+    assert main(["logs", "queries", "--status", "weird"]) == 2 and "unknown status" in capsys.readouterr().err
+    code, [full] = run("logs", "show", str(rows[1]["id"]))
+    assert code == 0 and full["calls"][0]["name"] == "time" and full["reply"] == "noon"
+    assert main(["logs", "show", "999"]) == 1 and "no query 999" in capsys.readouterr().err
+    code, ops = run("logs", "ops", "--kind", "tool_approval")
+    assert code == 0 and ops[0]["detail"]["tool"] == "config_set" and ops[0]["detail"]["decision"] == "deny"
