@@ -65,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
                                 epilog="Start with `ania demo` (offline), then configure a model in "
                                        "config/ania.toml and run `ania chat`. `ania COMMAND --help` for more.")
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level to stderr")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="log at INFO level to stderr (one line per turn), and each step of a turn")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
     chat = sub.add_parser("chat", help="chat with the bot from this terminal", formatter_class=raw,
                           description="Chat with the bot from this terminal.", epilog=CHAT_KEYS)
@@ -112,6 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="ania: %(levelname)s %(name)s: %(message)s")
+    if args.verbose:
+        logging.getLogger("ania.turn").setLevel(logging.DEBUG)  # each step of a turn, besides its one INFO line
     try:
         if args.cmd == "fake-llm":
             return _fake_llm(args.port, args.script)

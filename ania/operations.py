@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langgraph.graph.state import CompiledStateGraph
 
 from checkpoints.factory import thread_config
+from checkpoints.history import describe
 from checkpoints.sessions import latest_checkpoint
 from nodes.gates import HOOK_BLOCKED, PLAN_BLOCKED
 from nodes.prompt import user_message
@@ -84,8 +85,18 @@ def close_turn(services: Services, record: TurnRecord, status: str, reply: str, 
     shown = QUERY_STATUS.get(status, status)
     services.queries.finish(record.qid, shown, usage, calls, reply)
     duration_ms = int((time.monotonic() - record.started) * 1000)
+    if log.isEnabledFor(logging.DEBUG):  # `ania -v`: each step of the turn (names and short texts, no arguments)
+        for n, phrase in enumerate(turn_steps(messages, record.message.id or ""), 1):
+            log.debug("step session=%s n=%d %s", record.session, n, phrase)
     log.info("turn session=%s status=%s tokens=%d requests=%d calls=%d duration_ms=%d query=%d", record.session,
              shown, tokens, int(usage.get("requests", 0)), len(calls), duration_ms, record.qid)
+
+
+def turn_steps(messages: Sequence[AnyMessage], message_id: str) -> list[str]:
+    """What the turn did, one phrase per message after the user's ("model called bash", "bash ok", ...)."""
+    start = next((i for i in range(len(messages) - 1, -1, -1)
+                  if isinstance(messages[i], HumanMessage) and messages[i].id == message_id), None)
+    return [p for m in messages[start + 1:] for p in describe(m)] if start is not None else []
 
 
 def _no_mask(name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -114,7 +114,7 @@ async def test_a_secret_given_to_config_set_is_masked_in_the_row_and_the_log(scr
     chat = await make_chat(make_settings(scripted_llm), approval_timeout_sec=0.2)
     secret = "sk-live-0123456789abcdef"
     scripted_llm.script([Calls([("config_set", {"key": "llm.api_key", "value": secret})]), Reply("asked")])
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO), caplog.at_level(logging.DEBUG, logger="ania.turn"):  # as `ania -v`
         await chat.say("g:club", "u1", "set the key")
     [row] = chat.engine.services.queries.rows(QueryFilter())
     [call] = row["calls"]
@@ -122,6 +122,9 @@ async def test_a_secret_given_to_config_set_is_masked_in_the_row_and_the_log(scr
     assert secret not in call["args"] and "llm.api_key" in call["args"]
     assert secret not in caplog.text
     assert any(r.name == "ania.turn" and "session=g:club status=success" in r.getMessage() for r in caplog.records)
+    steps = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
+    assert steps[:2] == ["step session=g:club n=1 model called config_set",
+                         "step session=g:club n=2 config_set blocked"]
 
 
 async def test_stopped_and_timed_out_turns_keep_their_status_and_tokens(scripted_llm, make_chat):
