@@ -2,7 +2,7 @@
 
 Flags are passed to each benchmark (each ignores the ones it does not know): `--quick`, and e.g.
 `--turns 10 --sizes 2,20` for bench_loop, `--calls 500` for bench_gate, `--members 10 --runs 30` for
-bench_team.
+bench_team, `--ops-turns 300 --ops-long 1000` for bench_ops.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 BENCHES = ("bench.bench_loop", "bench.bench_storage", "bench.bench_gate", "bench.bench_throughput",
-           "bench.bench_startup", "bench.bench_team")
+           "bench.bench_startup", "bench.bench_team", "bench.bench_ops")
 OPTIONAL = ("bench.bench_mcp",)
 
 

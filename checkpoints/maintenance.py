@@ -143,7 +143,7 @@ async def prune_threads(saver: BaseCheckpointSaver, before: datetime, *, dry_run
         if whole:
             deleted.append(thread)
         if not dry_run and isinstance(db, AniaSqliteSaver):
-            db.cache.drop_thread(thread)  # what this process remembers of the thread may point at deleted rows
+            db.forget_thread(thread)  # what this process remembers of the thread may point at deleted rows
     return PruneReport(deleted, n_checkpoints, n_writes)
 
 

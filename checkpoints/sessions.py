@@ -158,7 +158,11 @@ LATEST_SQL = ("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND che
 
 
 async def latest_checkpoint(saver: BaseCheckpointSaver | None, session_key: str) -> str:
-    """The id of the session's newest checkpoint ("" for a new session): where a turn starts (the query log)."""
+    """The id of the session's newest checkpoint ("" for a new session): where a turn starts (the query log).
+    Our saver remembers the ones it wrote (no read); otherwise one indexed query."""
+    newest = getattr(saver, "newest", None)
+    if isinstance(newest, dict) and session_key in newest:
+        return str(newest[session_key])
     if isinstance(saver, AsyncSqliteSaver):
         await saver.setup()
         async with saver.lock, saver.conn.execute(LATEST_SQL, (session_key,)) as cur:

@@ -9,6 +9,7 @@ the limit by one turn each, and a turn that crosses the limit mid-way finishes.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,10 @@ from services.store import AppStore
 PREFIX = "daily:"
 #: A day's counters are kept this long after their last write (they are read only on their own day).
 TTL_SEC = 2 * 86400
+#: Both counters in one statement (the KV's values are JSON; a number's JSON is its digits).
+ADD_SQL = ("INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?), (?, ?, ?) ON CONFLICT (key) DO UPDATE "
+           "SET value = CAST(CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER) AS TEXT), "
+           "expires_at = excluded.expires_at")
 SESSION_OVER = ("This chat has used its daily token quota ({used:,} of {limit:,} tokens), so I will not answer "
                 "until it resets at {reset} ({zone}, in {left}).")
 GLOBAL_OVER = ("The bot has used its daily token quota for all chats ({used:,} of {limit:,} tokens), so I will "
@@ -49,8 +54,10 @@ class Quota:
 
     def used(self, session: str) -> DayUsage:
         day = self.day()
-        mine, total = (int(self._store.kv_get(_key(day, who), 0)) for who in (session, "global"))
-        return DayUsage(day, mine, total)
+        mine, total = _key(day, session), _key(day, "global")
+        rows = self._store.query("SELECT key, value FROM kv WHERE key IN (?, ?)", [mine, total])
+        found = {r["key"]: int(json.loads(r["value"])) for r in rows}
+        return DayUsage(day, found.get(mine, 0), found.get(total, 0))
 
     def refusal(self, session: str, user: str) -> str | None:
         """The reply that refuses a turn over its quota, or None when it may run (checked before any model call)."""
@@ -71,8 +78,9 @@ class Quota:
         if tokens <= 0:
             return
         day = self.day()
-        for key in (_key(day, session), _key(day, "global")):
-            self._store.kv_set(key, int(self._store.kv_get(key, 0)) + tokens, ttl_sec=TTL_SEC)
+        expires = self._now() + TTL_SEC
+        self._store.write(ADD_SQL, [_key(day, session), str(tokens), expires,
+                                    _key(day, "global"), str(tokens), expires])
         if day != self._pruned_day:
             self._pruned_day = day
             self.prune(day)
