@@ -52,6 +52,14 @@ def add_actions(ssub: Any, session_key: Any) -> None:
     export = ssub.add_parser("export", help="a session's messages as JSON or Markdown (secrets redacted)")
     export.add_argument("key", type=session_key)
     export.add_argument("--format", choices=("json", "md"), default="json")
+    studio = ssub.add_parser("studio", help="open a session in LangGraph Studio (`make studio` first)",
+                             description="Copies the session to a Studio thread (a UUID derived from the key; "
+                                         "Studio accepts no other thread ids) in data/checkpoints.db, which "
+                                         "`make studio` serves, and registers it with the running server. Runs "
+                                         "there act as the session; the bot's own thread is not touched.")
+    studio.add_argument("key", type=session_key)
+    studio.add_argument("--url", default="http://127.0.0.1:2024", help="the Studio server (default: make studio's)")
+    studio.add_argument("--refresh", action="store_true", help="copy the session again over an earlier copy")
     prune = ssub.add_parser("prune", help="delete checkpoints and query rows older than a duration",
                             description="Retention: sessions idle for longer are deleted; in the others, the "
                                         "checkpoints before the newest full copy of the history older than the "
@@ -83,6 +91,8 @@ async def run(args: argparse.Namespace, paths: Paths) -> int:
                 return 0
             if args.action == "export":
                 return await _export(saver, args, paths)
+            if args.action == "studio":
+                return await _studio(saver, args, paths)
             return await _prune(saver, args, paths)
     except ForkError as e:
         print(f"ania: {e}", file=sys.stderr)
@@ -213,3 +223,41 @@ async def _replay(args: argparse.Namespace, paths: Paths) -> int:
 
     return await replay(args.key, args.at, paths, message=args.message, side_effects=args.side_effects,
                         out=sys.stdout.write)
+
+
+async def _studio(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
+    import httpx
+
+    from ania.studio_checkpointer import STUDIO_THREAD, studio_thread_id
+    from checkpoints.maintenance import fork_thread
+    from checkpoints.sessions import latest_checkpoint
+    from services.store import AppStore
+
+    thread = studio_thread_id(args.key)
+    latest = await latest_checkpoint(saver, args.key)
+    if not latest:
+        print(f"ania: no session {args.key!r}", file=sys.stderr)
+        return 1
+    copied = await latest_checkpoint(saver, thread)
+    if copied and args.refresh:
+        await saver.adelete_thread(thread)
+    if not copied or args.refresh:
+        await fork_thread(saver, args.key, latest, thread)
+    store = AppStore(paths.data_dir / "ania.db")
+    try:
+        store.kv_set(f"{STUDIO_THREAD}{thread}", args.key)
+    finally:
+        store.close()
+    body = {"thread_id": thread, "metadata": {"session": args.key, "graph_id": "agent"}, "if_exists": "do_nothing"}
+    try:
+        async with httpx.AsyncClient(base_url=args.url, timeout=10) as http:
+            answer = await http.post("/threads", json=body)
+        answer.raise_for_status()
+    except httpx.HTTPError as e:
+        print(f"ania: copied {args.key} to the Studio thread {thread}, but the Studio server at {args.url} did not "
+              f"take it ({type(e).__name__}); start it with `make studio` and run this again", file=sys.stderr)
+        return 1
+    state = "kept the earlier copy (--refresh copies again)" if copied and not args.refresh else "copied"
+    print(f"{args.key} is the Studio thread {thread} ({state}); open "
+          f"https://smith.langchain.com/studio/thread/{thread}?baseUrl={args.url}")
+    return 0
