@@ -103,10 +103,12 @@ class Engine:
                           executor=self.services.sessions.executor(session_key), services=self.services,
                           agent_kind=kind, deadline=time.monotonic() + budget)
 
-    async def run_turn(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge) -> TurnResult:
-        """One message → one reply (sent through the bridge). Never raises for endpoint or tool errors."""
+    async def run_turn(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge,
+                       trigger: str = "message") -> TurnResult:
+        """One message → one reply (sent through the bridge). Never raises for endpoint or tool errors.
+        `trigger` is what the query log calls it: a message, a custom command, a clock run."""
         store = self.services.store
-        record = await open_turn(self.services, self.graph, session_key, user_id, text)
+        record = await open_turn(self.services, self.graph, session_key, user_id, text, trigger)
         if record.refusal is not None:  # over the quota: one reply, no model call (Q1)
             close_turn(self.services, record, "quota", record.refusal, {}, [])
             await bridge.send_text(record.refusal)

@@ -53,14 +53,15 @@ class MessageEntry:
         if answer is not None:
             await bridge.send_text(answer)
             return None
-        command = text.strip()
+        command, trigger = text.strip(), "message"
         if command.startswith("/"):
             reply = await self.command(session_key, user_id, command)
             if reply is not None:
                 await bridge.send_text(reply)
                 return None
-            text = await self.engine.services.commands.expand(command) or text
-        task = asyncio.create_task(self._serial(session_key, user_id, text, bridge))
+            expanded = await self.engine.services.commands.expand(command)
+            text, trigger = (expanded, "command") if expanded else (text, trigger)
+        task = asyncio.create_task(self._serial(session_key, user_id, text, bridge, trigger))
         self._tasks.setdefault(session_key, {})[task] = user_id
         task.add_done_callback(lambda t: self._forget(session_key, t))
         return task
@@ -71,9 +72,10 @@ class MessageEntry:
         if not tasks:
             self._tasks.pop(session_key, None)
 
-    async def _serial(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge) -> TurnResult:
+    async def _serial(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge,
+                      trigger: str = "message") -> TurnResult:
         async with self._locks.hold(session_key):
-            return await self.engine.run_turn(session_key, user_id, text, bridge)
+            return await self.engine.run_turn(session_key, user_id, text, bridge, trigger)
 
     async def command(self, session_key: str, user_id: str, command: str) -> str | None:
         """Built-in commands; None means "not a command of ours" (the text goes to the model)."""

@@ -196,3 +196,14 @@ async def test_ania_logs_reads_both_logs_as_json_lines_when_piped(scripted_llm, 
     assert main(["logs", "show", "999"]) == 1 and "no query 999" in capsys.readouterr().err
     code, ops = run("logs", "ops", "--kind", "tool_approval")
     assert code == 0 and ops[0]["detail"]["tool"] == "config_set" and ops[0]["detail"]["decision"] == "deny"
+
+
+async def test_a_custom_command_is_logged_as_a_command(scripted_llm, make_chat, tmp_path):
+    from tests.test_commands import COMMANDS, write_commands
+
+    write_commands(tmp_path, COMMANDS)
+    chat = await make_chat(make_settings(scripted_llm))
+    scripted_llm.script([Reply("hello")])
+    assert await chat.say("f:u1", "u1", "/tr hallo") == ["hello"]
+    [row] = chat.engine.services.queries.rows(QueryFilter())
+    assert row["trigger"] == "command" and row["input"].startswith("Translate")
