@@ -221,3 +221,44 @@ def test_cli_errors_are_one_clear_line(monkeypatch, tmp_path, capsys):
     with pytest.raises(SystemExit):
         _cli(monkeypatch, tmp_path, "logs", "queries", "--since", "yesterday-ish")
     assert "neither a duration" in capsys.readouterr().err
+
+
+async def test_the_session_commands_from_the_command_line(scripted_llm, make_chat, tmp_path, monkeypatch, capsys):
+    from ania import logs_cli
+    from services.config import LogsSettings
+    from services.store import AppStore
+    from services.usage import QueryFilter, QueryLog
+
+    (tmp_path / "config").mkdir(exist_ok=True)
+    chat = await make_chat(make_settings(scripted_llm))
+    scripted_llm.script([Calls([("time", {})]), Reply("noon")])
+    await chat.say("g:team", "u1", "what time")
+    await chat.engine.close()
+
+    def cli(*argv: str) -> tuple[int, str, str]:
+        code = _cli(monkeypatch, tmp_path, *argv)
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, out, _ = await asyncio.to_thread(cli, "sessions", "history", "g:team")
+    lines = out.splitlines()
+    assert code == 0 and "model replied: noon; end of turn" in lines[0] and "user: [u1] what time" in out
+    first = lines[-1].split()[0]
+    code, out, _ = await asyncio.to_thread(cli, "sessions", "fork", "g:team", "--at", first, "--to", "g:copy")
+    assert code == 0 and "forked g:team" in out and "ania chat --session g:copy" in out
+    code, _, err = await asyncio.to_thread(cli, "sessions", "fork", "g:team", "--at", "zzz")
+    assert code == 1 and "has no checkpoint 'zzz'" in err and "Traceback" not in err
+    code, out, _ = await asyncio.to_thread(cli, "sessions", "prune", "--older-than", "30d", "--dry-run")
+    assert code == 0 and out.startswith("would delete: 0 idle session(s), 0 checkpoint(s)")
+    # The terminal table and the full view of a row (what a person sees when stdout is a terminal).
+    store = AppStore(tmp_path / "data" / "ania.db")
+    try:
+        [row] = QueryLog(store, LogsSettings()).rows(QueryFilter())
+        blank = store.write("INSERT INTO query_log (started, session, status) VALUES (1, 'g:x', 'running')")
+        bare = QueryLog(store, LogsSettings()).get(blank)
+    finally:
+        store.close()
+    assert "g:team" in logs_cli._query_line(row) and "1 calls  what time" in logs_cli._query_line(row)
+    full = logs_cli._query_full(row)
+    assert "time({}) → ok" in full and "replay:" not in full  # a new session: nothing to replay from
+    assert "(new session)" in full and logs_cli._query_line(bare) and logs_cli._query_full(bare)
