@@ -1,4 +1,4 @@
-"""The `ania` command: `ania chat`, `demo`, `serve`, `sessions list|show`, `kb ...`, `fake-llm`.
+"""The `ania` command: `ania chat`, `demo`, `serve`, `sessions ...`, `logs ...`, `kb ...`, `fake-llm`.
 
 Start-up order matters to a person waiting at the terminal: the arguments are parsed with nothing but
 argparse loaded (`ania --help` and `--version` import no project module), then the settings are read
@@ -15,6 +15,8 @@ import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from ania import logs_cli, sessions_cli
 
 if TYPE_CHECKING:
     from services.config import Paths, Settings
@@ -63,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
                                 epilog="Start with `ania demo` (offline), then configure a model in "
                                        "config/ania.toml and run `ania chat`. `ania COMMAND --help` for more.")
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level to stderr")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="log at INFO level to stderr (one line per turn), and each step of a turn")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
     chat = sub.add_parser("chat", help="chat with the bot from this terminal", formatter_class=raw,
                           description="Chat with the bot from this terminal.", epilog=CHAT_KEYS)
@@ -79,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="run the chat bot on a OneBot v11 implementation (NapCat, Lagrange, LLOneBot)",
                    description="Serve every group and private chat through a OneBot v11 implementation: forward "
                                "WebSocket (onebot.ws_url) or reverse WebSocket (onebot.listen).")
-    sessions = sub.add_parser("sessions", help="list or show stored conversations (starts nothing)",
+    sessions = sub.add_parser("sessions", help="list, show, history, fork, replay, export or prune stored "
+                                               "conversations",
                               description="Stored conversations in <data dir>/checkpoints.db (one LangGraph "
                                           "thread per session). Reads only; starts no MCP server.")
     ssub = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -88,6 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     show = ssub.add_parser("show", help="print a session's messages",
                            description="Print a stored session's messages, one per line.")
     show.add_argument("key", type=session_key, help="the session key, e.g. f:local or g:team")
+    sessions_cli.add_actions(ssub, session_key)
+    logs_cli.add_parser(sub)
     kb_parser(sub)
     fake = sub.add_parser("fake-llm", help="serve a scripted OpenAI-compatible model on 127.0.0.1",
                           description="Serve a scripted OpenAI-compatible model on 127.0.0.1 until Ctrl-C; point "
@@ -130,9 +136,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="ania: %(levelname)s %(name)s: %(message)s")
+    if args.verbose:
+        logging.getLogger("ania.turn").setLevel(logging.DEBUG)  # each step of a turn, besides its one INFO line
     try:
         if args.cmd == "fake-llm":
             return _fake_llm(args.port, args.script)
+        if args.cmd == "logs":
+            return logs_cli.run(args)
+        if args.cmd == "sessions" and args.action not in ("list", "show"):
+            from services.config import Paths
+
+            return asyncio.run(sessions_cli.run(args, Paths.from_env(check=True)))
         if args.cmd == "sessions":
             return asyncio.run(_sessions(args))
         if args.cmd == "kb":

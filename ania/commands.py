@@ -19,6 +19,7 @@ BUILTIN_HELP = (
      "arguments; add and del: admins)"),
     ("/reboot", "restart the engine with the settings and files as they are now (admins)"),
     ("/clock list [all] | run|pause|resume|del <id> | log [<id>]", "this chat's scheduled tasks (admins: any)"),
+    ("/usage", "tokens this chat and all chats used today, against the daily quotas"),
 )
 CMD_USAGE = "Usage: /cmd list | /cmd add <name> <template> | /cmd del <name>"
 

@@ -35,6 +35,7 @@ from services.store import AppStore
 from services.subagents import Subagents
 from services.teams import TeamStore
 from services.todos import TodoStore
+from services.usage import QueryLog, Quota
 from tools.base import Tool
 from tools.bash import bash_tools
 from tools.chat import chat_tools
@@ -107,6 +108,8 @@ async def build_services(
     commands = CommandStore(paths.config_dir, store)
     knowledge = build_knowledge(paths, settings)
     stack.push_async_callback(knowledge.aclose)
+    queries = QueryLog(store, settings.logs)
+    queries.interrupt_running()
     return Services(
         settings=settings, paths=paths, admins=admins, store=store, shared_tools=shared, sessions=sessions,
         llm=llm, hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
@@ -117,6 +120,7 @@ async def build_services(
         commands=commands, persona=load_persona(paths.config_dir, settings),
         config=ConfigEditor(paths, settings, store, commands), knowledge=knowledge,
         vision=vision, images=ImageShelf(),
+        quota=Quota(settings.quota, store, admins.is_admin), queries=queries,
     )
 
 

@@ -21,10 +21,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from ania.compose import bind_clock, bind_subagents, build_services
+from ania.operations import close_turn, open_turn, state_after
 from ania.recovery import settle
 from checkpoints.factory import open_checkpointer, thread_config
 from graphs.agent import build_agent_graph
-from nodes.prompt import text_of, user_message
+from nodes.prompt import text_of
 from nodes.state import TurnStatus
 from services.config import Paths, Settings, load_settings
 from services.container import Services
@@ -37,7 +38,7 @@ TURN_TIMEOUT = "Sorry, this took longer than {sec:g} s (bot.msg_event_timeout_se
 TURN_FAILED = "Sorry, something went wrong on my side ({detail}); the error is in the log. Please try again."
 AgentGraph = CompiledStateGraph[Any, Any, Any, Any]
 #: How a message ended, as the runtime reports it (the graph's statuses, plus the runtime's own).
-ReplyStatus = TurnStatus | Literal["timeout"]
+ReplyStatus = TurnStatus | Literal["timeout", "quota"]
 
 
 @dataclass
@@ -45,6 +46,8 @@ class TurnResult:
     reply: str
     status: ReplyStatus
     usage: dict[str, int] = field(default_factory=dict)
+    #: The history at the end of the turn (the query log reads the turn's tool calls from it).
+    messages: list[Any] = field(default_factory=list, repr=False)
 
 
 class Engine:
@@ -107,9 +110,16 @@ class Engine:
                           executor=self.services.sessions.executor(session_key), services=self.services,
                           agent_kind=kind, deadline=time.monotonic() + budget)
 
-    async def run_turn(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge) -> TurnResult:
-        """One message → one reply (sent through the bridge). Never raises for endpoint or tool errors."""
+    async def run_turn(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge,
+                       trigger: str = "message") -> TurnResult:
+        """One message → one reply (sent through the bridge). Never raises for endpoint or tool errors.
+        `trigger` is what the query log calls it: a message, a custom command, a clock run."""
         store = self.services.store
+        record = await open_turn(self.services, self.graph, session_key, user_id, text, trigger)
+        if record.refusal is not None:  # over the quota: one reply, no model call (Q1)
+            close_turn(self.services, record, "quota", record.refusal, {}, [])
+            await bridge.send_text(record.refusal)
+            return TurnResult(record.refusal, "quota")
         state = self.services.sessions.state(session_key)
         if not state.clean:
             await settle(self.graph, session_key, store, "the previous turn did not finish (restart or stop)")
@@ -118,12 +128,14 @@ class Engine:
         budget = self.services.settings.bot.msg_event_timeout_sec
         try:
             async with asyncio.timeout(budget):  # no extra task per turn, as wait_for would make
-                result = await self._drive(ctx, text)
+                result = await self._drive(ctx, record.message)
         except TimeoutError:
             await settle(self.graph, session_key, store, "the message's time budget ran out")
             result = TurnResult(TURN_TIMEOUT.format(sec=budget), "timeout")
         except asyncio.CancelledError:
             await asyncio.shield(settle(self.graph, session_key, store, "stopped with /stop"))
+            after = await asyncio.shield(state_after(self.graph, record))
+            close_turn(self.services, record, "stopped", "", after.get("usage", {}), after.get("messages", []))
             raise
         except Exception as e:
             log.exception("turn of %s failed", session_key)
@@ -131,13 +143,23 @@ class Engine:
             result = TurnResult(TURN_FAILED.format(detail=type(e).__name__), "error")
         self.services.sessions.state(session_key).clean = True
         store.forget_started_calls(session_key)
+        if result.status in ("timeout", "error") and not result.messages:
+            after = await state_after(self.graph, record)
+            result.usage, result.messages = after.get("usage", {}), after.get("messages", [])
+        close_turn(self.services, record, result.status, result.reply, result.usage, result.messages)
         if result.reply:
             await bridge.send_text(result.reply)
         return result
 
-    async def _drive(self, ctx: RunContext, text: str) -> TurnResult:
+    async def _drive(self, ctx: RunContext, message: Any) -> TurnResult:
+        out = await self.drive(ctx, {"messages": [message]})
+        return TurnResult(reply=_reply_of(out), status=out.get("status", "ok"), usage=dict(out.get("turn_usage") or {}),
+                          messages=list(out.get("messages") or []))
+
+    async def drive(self, ctx: RunContext, inp: Any) -> dict[str, Any]:
+        """Run the graph on the session's thread until it ends, answering approvals; `None` input resumes
+        from the stored checkpoint (`ania sessions replay`)."""
         config = thread_config(ctx.session_key)
-        inp: Any = {"messages": [user_message(ctx.session_key, ctx.requester, text)]}
         while True:
             out = await self.graph.ainvoke(inp, config, context=ctx, durability="sync")
             interrupts = out.get("__interrupt__") or []
@@ -147,7 +169,7 @@ class Engine:
             for intr in interrupts:  # one question at a time (Approvals also serializes per session)
                 answers[intr.id] = await self.services.approvals.ask(intr.value, here=ctx.bridge.request_approval)
             inp = Command(resume=answers)
-        return TurnResult(reply=_reply_of(out), status=out.get("status", "ok"), usage=dict(out.get("turn_usage") or {}))
+        return dict(out)
 
 
 async def _build(paths: Paths, settings: Settings,

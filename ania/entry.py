@@ -2,8 +2,9 @@
 
 1. An approval reply is taken first (an approval wait holds the session's turn, and replies are
    usually not addressed to the bot).
-2. Slash commands (`/stop`, `/plan on|off`, `/help`, `/cmd`, `/reboot`, `/clock`: ania/clock/command.py);
-   a custom command (config/commands.json) is expanded into its prompt and goes on like a normal message.
+2. Slash commands (`/stop`, `/plan on|off`, `/help`, `/cmd`, `/reboot`, `/usage`, `/clock`:
+   ania/clock/command.py); a custom command (config/commands.json) is expanded into its prompt and goes on
+   like a normal message.
 3. Otherwise the message joins its session's queue: one turn at a time per session, sessions in
    parallel.
 
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from ania.clock import clock_command
 from ania.commands import cmd_command, help_text
 from ania.engine import Engine, TurnResult
+from ania.operations import usage_text
 from services.config import load_settings
 from services.context import CallbackBridge
 from services.errors import ConfigError
@@ -60,7 +62,7 @@ class MessageEntry:
         if answer is not None:
             await bridge.send_text(answer)
             return None
-        command = text.strip()
+        command, trigger = text.strip(), "message"
         if command.startswith("/"):
             reply = await self.command(session_key, user_id, command)
             if reply is not None:
@@ -68,10 +70,11 @@ class MessageEntry:
                 return None
             expanded = await self.engine.services.commands.expand(command)
             if expanded:
-                text, prompt, addressed = expanded, None, True
+                text, prompt, addressed, trigger = expanded, None, True, "command"
         if not addressed:
             return None
-        task = asyncio.create_task(self._serial(session_key, user_id, text if prompt is None else prompt, bridge))
+        task = asyncio.create_task(self._serial(session_key, user_id, text if prompt is None else prompt, bridge,
+                                                trigger))
         self._tasks.setdefault(session_key, {})[task] = user_id
         task.add_done_callback(lambda t: self._forget(session_key, t))
         return task
@@ -82,9 +85,10 @@ class MessageEntry:
         if not tasks:
             self._tasks.pop(session_key, None)
 
-    async def _serial(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge) -> TurnResult:
+    async def _serial(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge,
+                      trigger: str = "message") -> TurnResult:
         async with self._locks.hold(session_key):
-            return await self.engine.run_turn(session_key, user_id, text, bridge)
+            return await self.engine.run_turn(session_key, user_id, text, bridge, trigger)
 
     async def command(self, session_key: str, user_id: str, command: str) -> str | None:
         """Built-in commands; None means "not a command of ours" (the text goes to the model)."""
@@ -111,6 +115,8 @@ class MessageEntry:
             return await cmd_command(self.engine.services, session_key, user_id, arg)
         if name == "/reboot":
             return await self.reboot(session_key, user_id)
+        if name == "/usage":
+            return await usage_text(self.engine.services, self.engine.graph, session_key)
         return None
 
     async def reboot(self, session_key: str, user_id: str) -> str:

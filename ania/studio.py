@@ -1,9 +1,13 @@
 """The graphs LangGraph Studio / `langgraph dev` loads (listed in langgraph.json, D4).
 
-Compiled without a checkpointer (the server brings its own). Importing this module reads no model
-configuration: the first run builds one engine from `ANIA_CONFIG_DIR` / `ANIA_DATA_DIR` (the only
-place that does so lazily) and gives each run a context for its thread, as the local admin "studio".
-Approvals pause as interrupts; resume them with "allow" or "deny" from Studio or the HTTP API.
+Compiled without a checkpointer: the server brings the one langgraph.json names, the bot's own
+`data/checkpoints.db` (ania/studio_checkpointer.py), so `ania sessions studio KEY` can open a bot session
+here. Importing this module reads no model configuration: the first run builds one engine from
+`ANIA_CONFIG_DIR` / `ANIA_DATA_DIR` (the only place that does so lazily) and gives each run a context for
+its thread, as the local admin "studio". Approvals pause as interrupts; resume them with "allow" or
+"deny" from Studio or the HTTP API (logged as answered by "studio"). With several approvals pending,
+resume each by its interrupt id: `{"resume": {"<id>": "allow", "<other id>": "deny"}}` (LangGraph
+refuses a bare "allow" then).
 
 `langgraph dev` moves to another port when the one asked for is taken, and says so only in a log line
 among many; loading this module prints the URL the server really serves on (`LANGGRAPH_API_URL`, which
@@ -24,6 +28,7 @@ from langchain_core.runnables import RunnableConfig
 
 from ania.engine import Engine
 from ania.platforms.bridge import ChatBridge, ClockBridge, SubagentBridge
+from ania.studio_checkpointer import STUDIO_THREAD
 from graphs.agent import build_agent_graph
 from graphs.clock import build_clock_graph
 from graphs.gate import build_gate_graph
@@ -65,6 +70,8 @@ _lazy = _Lazy()
 async def _studio_context(config: RunnableConfig) -> RunContext:
     engine = await _lazy.get()
     thread = str(config.get("configurable", {}).get("thread_id") or "studio")
+    # A bot session copied with `ania sessions studio KEY` acts as that session (group rules, plan mode, tools).
+    thread = str(engine.services.store.kv_get(f"{STUDIO_THREAD}{thread}", thread))
 
     async def send(text: str) -> None:
         log.info("[%s] %s", thread, text)

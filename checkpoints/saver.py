@@ -72,6 +72,8 @@ CHUNK = 500
 _REMOVE_ALL_BYTES = REMOVE_ALL_MESSAGES.encode()
 #: Checkpoints a thread's memo follows before a load; more (a run that never reloads) and it is dropped.
 MAX_LINKS = 512
+#: Threads whose newest checkpoint id is remembered.
+MAX_NEWEST = 4096
 
 
 class AniaSqliteSaver(AsyncSqliteSaver):
@@ -84,10 +86,18 @@ class AniaSqliteSaver(AsyncSqliteSaver):
         self.cache = HistoryCache(cache_messages)
         #: Loads answered from memory, and from the file (for tests and the benchmark).
         self.loads = {"memory": 0, "file": 0}
+        #: The newest checkpoint this saver wrote per thread (the query log's "where the turn started"
+        #: without a read); bounded, oldest thread first out.
+        self.newest: dict[str, str] = {}
 
     async def adelete_thread(self, thread_id: str) -> None:
         await super().adelete_thread(thread_id)
-        self.cache.drop_thread(str(thread_id))
+        self.forget_thread(str(thread_id))
+
+    def forget_thread(self, thread_id: str) -> None:
+        """Drop what this saver remembers of a thread (deleted or pruned, maybe by another process)."""
+        self.cache.drop_thread(thread_id)
+        self.newest.pop(thread_id, None)
 
     # --- what passes through: checkpoints and writes of threads whose history is known ------------------
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
@@ -103,6 +113,12 @@ class AniaSqliteSaver(AsyncSqliteSaver):
                 await self.conn.execute(PUT_SQL, (thread_id, ns, checkpoint["id"],
                                                   config["configurable"].get("checkpoint_id"), type_, blob, meta))
             out = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+        thread, ns = _key(config)
+        if not ns:
+            self.newest.pop(thread, None)  # re-inserted last: the dict's order is the recency
+            self.newest[thread] = str(checkpoint["id"])
+            if len(self.newest) > MAX_NEWEST:
+                del self.newest[next(iter(self.newest))]
         memo = self.cache.peek(_key(config))
         if memo is not None:
             cid = str(checkpoint["id"])

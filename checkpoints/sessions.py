@@ -75,7 +75,8 @@ async def session_history(saver: BaseCheckpointSaver, session_key: str) -> list[
             meta: Mapping[str, Any] = item.metadata or {}
             cid = str(item.config["configurable"]["checkpoint_id"])
             parent = item.parent_config["configurable"]["checkpoint_id"] if item.parent_config else None
-            out.append(StepInfo(cid, parent, _time_of(cid), int(meta.get("step", 0)), str(meta.get("source", ""))))
+            step, source = int(meta.get("step", 0)), str(meta.get("source", ""))
+            out.append(StepInfo(cid, parent, checkpoint_time(cid), step, source))
         return sorted(out, key=lambda s: s.checkpoint_id)
     await saver.setup()
     async with saver.lock, saver.conn.cursor() as cur:
@@ -88,7 +89,7 @@ async def session_history(saver: BaseCheckpointSaver, session_key: str) -> list[
     for cid, path, n in tasks:
         ran.setdefault(cid, []).append(_node_of(str(path)))
         written[cid] = written.get(cid, 0) + int(n or 0)
-    return [StepInfo(cid, parent, _time_of(cid), int(step if step is not None else 0), str(source or ""),
+    return [StepInfo(cid, parent, checkpoint_time(cid), int(step if step is not None else 0), str(source or ""),
                      tuple(ran.get(cid, ())), written.get(cid, 0))
             for cid, parent, step, source in rows]
 
@@ -140,7 +141,7 @@ def _node_of(task_path: str) -> str:
 _UUID_EPOCH = datetime(1582, 10, 15, tzinfo=UTC)
 
 
-def _time_of(checkpoint_id: str) -> datetime | None:
+def checkpoint_time(checkpoint_id: str) -> datetime | None:
     """LangGraph's checkpoint ids are UUIDv6: time-ordered, with the creation time in their top 60 bits."""
     try:
         u = uuid.UUID(checkpoint_id)
@@ -150,3 +151,24 @@ def _time_of(checkpoint_id: str) -> datetime | None:
         return None
     ticks = ((u.int >> 80) << 12) | ((u.int >> 64) & 0x0FFF)  # time_high+mid (48 bits), time_low (12 bits)
     return _UUID_EPOCH + timedelta(microseconds=ticks // 10)
+
+
+LATEST_SQL = ("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+              "ORDER BY checkpoint_id DESC LIMIT 1")
+
+
+async def latest_checkpoint(saver: BaseCheckpointSaver | None, session_key: str) -> str:
+    """The id of the session's newest checkpoint ("" for a new session): where a turn starts (the query log).
+    Our saver remembers the ones it wrote (no read); otherwise one indexed query."""
+    newest = getattr(saver, "newest", None)
+    if isinstance(newest, dict) and session_key in newest:
+        return str(newest[session_key])
+    if isinstance(saver, AsyncSqliteSaver):
+        await saver.setup()
+        async with saver.lock, saver.conn.execute(LATEST_SQL, (session_key,)) as cur:
+            row = await cur.fetchone()
+        return str(row[0]) if row else ""
+    if saver is None:
+        return ""
+    found = await saver.aget_tuple(thread_config(session_key))
+    return str(found.config["configurable"]["checkpoint_id"]) if found else ""

@@ -134,6 +134,8 @@ def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext, tool: Tool) -> di
         words = ", ".join(f'"{w}"' for w in (*ALLOW_WORDS, *DENY_WORDS))
         refused = UNKNOWN_ANSWER.format(answer=answer, words=words)
         answer = interrupt({**request, "prompt": refused + str(request["prompt"])})
+    if not isinstance(answer, dict):  # a bare word from Studio or the HTTP API: the run's user answered
+        decision = {**decision, "by": ctx.requester or "api", "reason": "answered in Studio or over the HTTP API"}
     allowed = str(decision.get("decision", "")).strip().lower() in ALLOW_WORDS
     ctx.services.store.log_op("tool_approval", ctx.session_key, str(decision.get("by", "")), {
         "kind": kind, "tool": call.name, "args": masked, "decision": "allow" if allowed else "deny",

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 COMMANDS_FILE = "commands.json"
 NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 #: The runtime's own commands (ania/entry.py; `/as` is the terminal's), and `clock`, which is coming.
-BUILTIN_COMMANDS = ("as", "clock", "cmd", "help", "plan", "reboot", "stop")
+BUILTIN_COMMANDS = ("as", "clock", "cmd", "help", "plan", "reboot", "stop", "usage")
 MAX_COMMANDS = 200
 MAX_TEMPLATE = 4000
 _COMMAND = re.compile(r"/(\S+)(?:\s+(.*))?$", re.DOTALL)

@@ -19,6 +19,7 @@ import os
 import re
 import tomllib
 import typing
+import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -287,6 +288,37 @@ class FilesSettings(BaseModel):
     )
     max_file_mb: float = Field(20.0, gt=0, le=1024, description="Largest file send_file sends")
 
+class QuotaSettings(BaseModel):
+    """Daily token quotas (Q1), counted per day in `timezone`; 0 = unlimited."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_daily_tokens: int = Field(0, ge=0, description="Tokens one session may spend per day; 0 = unlimited")
+    global_daily_tokens: int = Field(
+        0, ge=0, description="Tokens all sessions together may spend per day; 0 = unlimited"
+    )
+    timezone: str = Field("UTC", description="IANA time zone whose midnight starts a new quota day")
+    admins_exempt: bool = Field(True, description="Messages from admins are not refused by a quota")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(v)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {v!r} (an IANA name such as UTC or Asia/Shanghai)") from None
+        return v
+
+
+class LogsSettings(BaseModel):
+    """The query log (Q3)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query_log: bool = Field(True, description="Write one query-log row per turn (ania logs queries)")
+    input_chars: int = Field(500, ge=20, le=100_000, description="Characters of a message kept in its query-log row")
+
+
 class Settings(BaseSettings):
     """All settings. Sections mirror `ania.toml` tables. Frozen once loaded: nothing changes them at run
     time (config_set writes the file; the new value takes effect at the next start)."""
@@ -313,6 +345,8 @@ class Settings(BaseSettings):
     web: WebSettings = Field(default_factory=WebSettings)
     meme: MemeSettings = Field(default_factory=MemeSettings)
     files: FilesSettings = Field(default_factory=FilesSettings)
+    quota: QuotaSettings = Field(default_factory=QuotaSettings)
+    logs: LogsSettings = Field(default_factory=LogsSettings)
 
     #: The file `load_settings` read (or would have read: it may not exist); errors name it.
     config_file: ClassVar[Path | None] = None

@@ -25,6 +25,7 @@ from services.store import AppStore
 from services.subagents import Subagents
 from services.teams import TeamStore
 from services.todos import TodoStore
+from services.usage import QueryLog, Quota
 from tools.registry import SharedExecutor
 
 
@@ -60,3 +61,6 @@ class Services:
     #: Images for a model without vision are described by this one (vision.*); images a session saw, by ref.
     vision: VisionDescriber
     images: ImageShelf
+    #: Daily token quotas (Q1) and the query log (Q3).
+    quota: Quota
+    queries: QueryLog

@@ -55,6 +55,15 @@ def _m004_clock(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX clock_runs_status ON clock_runs (status)")
 
 
+def _m005_query_log(db: sqlite_utils.Database) -> None:
+    columns = {"id": int, "started": float, "ended": float, "session": str, "sender": str, "trigger": str,
+               "input": str, "status": str, "tokens": str, "total_tokens": int, "duration_ms": int,
+               "calls": str, "call_count": int, "thread": str, "checkpoint": str, "reply": str, "pid": int}
+    db.table("query_log").create(columns, pk="id")
+    db.table("query_log").create_index(["session", "started"])
+    db.table("query_log").create_index(["status"])
+
+
 #: Sessions remembered as having no started calls (beyond that the set starts over: a few more DELETEs).
 MAX_KNOWN_EMPTY = 4096
 
@@ -64,6 +73,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("002_op_log", _m002_oplog),
     ("003_started_calls", _m003_started_calls),
     ("004_clock", _m004_clock),
+    ("005_query_log", _m005_query_log),
 ]
 
 
@@ -127,6 +137,19 @@ class AppStore:
             where, args = ("kind = ?", [kind]) if kind else (None, None)
             rows = self.db.table("op_log").rows_where(where, args, order_by="id")
             return [dict(r, detail=json.loads(r["detail"])) for r in rows]
+
+    def query(self, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        """Rows of a read (used by the query log and `ania logs`), as dicts."""
+        with self._lock:
+            cur = self.db.execute(sql, list(args))
+            names = [d[0] for d in cur.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def write(self, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> int:
+        """One write statement (autocommit); returns the new row's id for an INSERT, else the rows changed."""
+        with self._lock:
+            cur = self.db.execute(sql, list(args))
+            return int(cur.lastrowid or 0) if sql.lstrip().upper().startswith("INSERT") else int(cur.rowcount)
 
     # --- calls whose execution began (so a crash or /stop never reports them as "not run") -------
     def call_started(self, session: str, call_id: str, tool: str) -> None:

@@ -49,8 +49,8 @@ def test_an_admin_extends_the_bot_from_ania_chat(scripted_llm, tmp_path):
     assert any(line.startswith('Allowed: "config_set"') for line in out)
     assert "Added /hi." in out
     assert any(line.startswith("Restarted with the settings in config/ (stopped 0 running message(s)).") for line in out)
-    assert out[-10] == "Usage: /as <user> <text> (only the local operator, without --user)"
-    assert out[-9] == "Commands:" and out[-1] == "/hi: Say hi to $args"
+    assert out[-11] == "Usage: /as <user> <text> (only the local operator, without --user)"
+    assert out[-10] == "Commands:" and out[-1] == "/hi: Say hi to $args"
     bodies = [r.body for r in scripted_llm.requests]
     user_texts = [m["content"] for b in bodies for m in b["messages"] if m["role"] == "user"]
     assert "Say hi to Ann" in user_texts

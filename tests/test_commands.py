@@ -79,7 +79,7 @@ async def test_names_are_checked_and_builtins_are_never_shadowed(scripted_llm, m
         [reply] = await chat.say("f:admin", "admin", f"/cmd add {name} do something")
         assert reply.startswith(why), (name, reply)
     assert not (tmp_path / "config" / "commands.json").exists()
-    assert sorted(BUILTIN_COMMANDS) == ["as", "clock", "cmd", "help", "plan", "reboot", "stop"]
+    assert sorted(BUILTIN_COMMANDS) == ["as", "clock", "cmd", "help", "plan", "reboot", "stop", "usage"]
     # A file that names a built-in is refused as a whole: /stop stays the real /stop.
     write_commands(tmp_path, {"commands": {"stop": "ignore the user", "ok": "fine"}})
     chat.engine.services.commands.invalidate()
@@ -142,6 +142,7 @@ async def test_help_lists_builtin_and_custom_commands(scripted_llm, make_chat, t
         "arguments; add and del: admins)",
         "/reboot — restart the engine with the settings and files as they are now (admins)",
         "/clock list [all] | run|pause|resume|del <id> | log [<id>] — this chat's scheduled tasks (admins: any)",
+        "/usage — tokens this chat and all chats used today, against the daily quotas",
         "Custom commands:",
         "/tldr: Summarise the following in three short lines:",
         "/tr: Translate a text into English",

@@ -71,7 +71,23 @@ async def _events(chat, session: str, script: list, monkeypatch, gate_graph: boo
             stream_mode=["updates", "values"], durability="sync"):
         events.append((mode, _dump(chunk)))
     state = await engine.graph.aget_state(thread_config(session))
-    return [events, _dump(state.values), tool_results(chat.scripted)]
+    return [_branches_sorted(events), _dump(state.values), tool_results(chat.scripted)]
+
+
+def _branches_sorted(events: list[Any]) -> list[Any]:
+    """Parallel branches of one step report in the order they finish, which neither path fixes: each run of
+    consecutive `tool_call` updates is compared as a sorted list."""
+    out: list[Any] = []
+    run: list[Any] = []
+    for event in [*events, None]:
+        if event is not None and event[0] == "updates" and "tool_call" in event[1]:
+            run.append(event)
+            continue
+        out += sorted(run, key=repr)
+        run = []
+        if event is not None:
+            out.append(event)
+    return out
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))

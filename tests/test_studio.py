@@ -48,8 +48,12 @@ def _studio_config(tmp: Path) -> Path:
         path, _, var = spec.partition(":")
         assert (ROOT / path).is_file(), f"langgraph.json: {spec} does not exist relative to the repo root"
         graphs[name] = f"{(ROOT / path).resolve()}:{var}"
+    checkpointer = config["checkpointer"]["path"]
+    path, _, var = checkpointer.partition(":")
+    assert (ROOT / path).is_file(), f"langgraph.json: {checkpointer} does not exist relative to the repo root"
     out = tmp / "langgraph.json"
-    out.write_text(json.dumps({**config, "graphs": graphs}))
+    out.write_text(json.dumps({**config, "graphs": graphs,
+                               "checkpointer": {"path": f"{(ROOT / path).resolve()}:{var}"}}))
     return out
 
 
@@ -293,3 +297,74 @@ def test_importing_the_studio_module_needs_no_configuration(tmp_path: Path) -> N
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "CompiledStateGraph"
     assert list(tmp_path.iterdir()) == [], "importing must not create config or data dirs"
+
+
+def test_a_bot_session_opens_in_studio_and_the_original_stays(studio: Studio, llm: ScriptedOpenAI, monkeypatch,
+                                                              capsys) -> None:
+    """The server runs on the bot's own data/checkpoints.db; `ania sessions studio` copies a session keyed
+    g:team to its UUID thread and registers it; a run there acts as g:team and leaves the bot's thread as it was."""
+    import asyncio
+
+    from ania.cli import main
+    from ania.engine import Engine
+    from ania.platforms.bridge import ChatBridge
+    from ania.studio_checkpointer import studio_thread_id
+    from checkpoints.sessions import session_messages
+    from tests.conftest import make_settings
+
+    tmp = studio.log.parent
+    (tmp / "config").mkdir(exist_ok=True)
+
+    async def bot_turn() -> list[str]:
+        engine = await Engine.start(tmp / "config", tmp / "data", settings=make_settings(llm))
+        try:
+            llm.script([Reply("the bot's answer")])
+            await engine.run_turn("g:team", "u1", "what happened at 14:00?", ChatBridge(_discard, tmp / "outbox"))
+            return [m.content for m in await session_messages(engine.graph, "g:team")]
+        finally:
+            await engine.close()
+
+    before = asyncio.run(bot_turn())
+    monkeypatch.setenv("ANIA_DATA_DIR", str(tmp / "data"))
+    monkeypatch.setenv("ANIA_CONFIG_DIR", str(tmp / "config"))
+    url = str(studio.http.base_url).rstrip("/")
+    assert main(["sessions", "studio", "g:team", "--url", url]) == 0
+    thread = studio_thread_id("g:team")
+    assert thread in capsys.readouterr().out
+    shown = [m["content"] for m in studio.state(thread)["values"]["messages"]]
+    assert shown == before
+    llm.script([Reply("studio answer")])
+    out = studio.say(thread, "and then?")
+    assert _last(out)["content"] == "studio answer"
+    assert "[u1] what happened at 14:00?" in str(llm.requests[-1].messages)  # the group's history, as g:team
+    assert asyncio.run(_messages(tmp / "data", "g:team")) == before  # the bot's own thread is untouched
+    assert main(["sessions", "studio", "g:nobody", "--url", url]) == 1
+
+
+async def _discard(text: str) -> None:
+    """What the bot sends in this test goes nowhere: the test reads the stored session instead."""
+
+
+async def _messages(data: Path, key: str) -> list[str]:
+    from checkpoints.factory import open_checkpointer
+    from checkpoints.sessions import session_messages
+
+    async with open_checkpointer(data) as saver:
+        return [m.content for m in await session_messages(saver, key)]
+
+
+def test_a_bare_deny_in_studio_is_logged_with_who_and_why(studio: Studio, llm: ScriptedOpenAI) -> None:
+    from services.store import AppStore
+
+    llm.script([Calls([(APPROVAL_TOOL, TODO_ARGS)]), Reply("fine, no plan")])
+    thread = studio.thread()
+    assert studio.say(thread, "make a plan")["__interrupt__"]
+    studio.wait(thread, command={"resume": "deny"})
+    result = llm.requests[1].messages[-1]["content"]
+    assert result.startswith('Not run: user studio denied the call to "todo_write"') and "Studio" in result
+    store = AppStore(studio.log.parent / "data" / "ania.db")
+    try:
+        last = store.ops("tool_approval")[-1]
+    finally:
+        store.close()
+    assert last["actor"] == "studio" and last["detail"]["decision"] == "deny" and last["detail"]["reason"]

@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo
 
 from langchain_core.messages import AIMessage
 
+from ania.operations import record_run
 from ania.platforms.bridge import ClockBridge
 from graphs.clock import build_clock_graph
 from nodes.clock import clock_executor, task_message
@@ -57,6 +58,19 @@ class ClockRunner:
                          agent_kind="clock", deadline=time.monotonic() + spec.budget_sec, author=task.created_by)
         inp = {"messages": [task_message(task, spec.run_id, spec.scheduled, ZoneInfo(task.timezone))],
                "run_id": spec.run_id}
+        refusal = services.quota.refusal(task.session, task.created_by)
+        if refusal is not None:  # Q1: a chat over its daily tokens runs no task either (the chat is told)
+            await spec.background.close()
+            return RunOutcome("error", detail=f"not run: {refusal}", thread=thread)
+        qid = services.queries.start(task.session, task.created_by, task.prompt, trigger="clock", thread=thread)
+        outcome, messages = await self._run(spec, ctx, inp, thread, label)
+        # Q2/Q3: the run's tokens (its subagents' included) count once for the day; its query-log row closes
+        record_run(services, task.session, qid, outcome.status, outcome.reply, outcome.usage, messages)
+        return outcome
+
+    async def _run(self, spec: RunSpec, ctx: RunContext, inp: dict[str, Any], thread: str,
+                   label: str) -> tuple[RunOutcome, list[Any]]:
+        task_session = ctx.session_key
         out: dict[str, Any] = {}
         failure: BaseException | None = None
         timed_out = False
@@ -78,18 +92,19 @@ class ClockRunner:
         usage = add_usage(values.get("turn_usage") or {}, spec.background.spent_since_last())
         common: dict[str, Any] = {"tool_calls": tuple(calls[:LOGGED_CALLS]), "tool_call_count": len(calls),
                                   "usage": usage, "thread": thread}
+        messages = list(values.get("messages", []))
         if timed_out:
-            return RunOutcome("timeout", detail=TIMED_OUT.format(sec=spec.budget_sec), **common)
+            return RunOutcome("timeout", detail=TIMED_OUT.format(sec=spec.budget_sec), **common), messages
         if failure is not None:
-            return RunOutcome("error", detail=FAILED_STEP.format(name=type(failure).__name__), **common)
+            return RunOutcome("error", detail=FAILED_STEP.format(name=type(failure).__name__), **common), messages
         if values.get("status", "ok") != "ok":
             last = (values.get("messages") or [None])[-1]
             detail = text_of(last) if isinstance(last, AIMessage) else str(values.get("status"))
-            return RunOutcome("error", detail=_plain(detail), **common)
+            return RunOutcome("error", detail=_plain(detail), **common), messages
         reply = str(values.get("reply") or "")
         delivered = bool(values.get("delivered"))
-        detail = "" if delivered or not reply else NOT_DELIVERED.format(session=task.session)
-        return RunOutcome("success", reply=reply, delivered=delivered, detail=detail, **common)
+        detail = "" if delivered or not reply else NOT_DELIVERED.format(session=task_session)
+        return RunOutcome("success", reply=reply, delivered=delivered, detail=detail, **common), messages
 
 
 def _plain(text: str) -> str:

@@ -1,0 +1,263 @@
+"""`ania sessions history|fork|replay|export|prune` (D5 and retention); `list` and `show` are in cli.py.
+
+history, fork, export and prune open the checkpointer (and prune the app store) and start nothing else.
+replay starts the engine (the model and the tools as they are configured now) on a scratch copy of the
+session, in plan mode unless `--side-effects` is given, with approvals denied at once, and prints what
+happens; the original session is never written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import secrets
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ania.logs_cli import duration
+
+if TYPE_CHECKING:
+    from langchain_core.messages import AnyMessage
+
+    from services.config import Paths
+
+SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+REDACTED = "[redacted]"
+
+
+def add_actions(ssub: Any, session_key: Any) -> None:
+    history = ssub.add_parser("history", help="a session's checkpoints, newest first",
+                              description="One line per checkpoint, newest first: id, time, step, the node that "
+                                          "produced it and what it did (\"model called bash\", \"approval pending\").")
+    history.add_argument("key", type=session_key, help="the session key, e.g. g:team")
+    history.add_argument("-n", type=int, default=0, metavar="N", help="only the newest N checkpoints")
+    fork = ssub.add_parser("fork", help="copy a session up to a checkpoint into a new session",
+                           description="A new session that continues from the checkpoint; the original is never "
+                                       "touched. Chat in it with `ania chat --session NEWKEY`.")
+    fork.add_argument("key", type=session_key)
+    fork.add_argument("--at", required=True, metavar="CHECKPOINT", help="a checkpoint id from `sessions history`")
+    fork.add_argument("--to", type=session_key, metavar="NEWKEY", help="the new session (default KEY-fork-<random>)")
+    replay = ssub.add_parser("replay", help="run a session again from a checkpoint, against today's model and tools",
+                             description="Forks to a scratch session and runs it from the checkpoint: the pending "
+                                         "step, or --message, or else the message that followed the checkpoint. "
+                                         "Plan mode is on (side-effect tools are blocked) unless --side-effects; "
+                                         "approvals are denied.")
+    replay.add_argument("key", type=session_key)
+    replay.add_argument("--at", required=True, metavar="CHECKPOINT")
+    replay.add_argument("--message", metavar="TEXT", help="send this message instead")
+    replay.add_argument("--side-effects", action="store_true", help="let side-effect tools run (plan mode off)")
+    export = ssub.add_parser("export", help="a session's messages as JSON or Markdown (secrets redacted)")
+    export.add_argument("key", type=session_key)
+    export.add_argument("--format", choices=("json", "md"), default="json")
+    studio = ssub.add_parser("studio", help="open a session in LangGraph Studio (`make studio` first)",
+                             description="Copies the session to a Studio thread (a UUID derived from the key; "
+                                         "Studio accepts no other thread ids) in data/checkpoints.db, which "
+                                         "`make studio` serves, and registers it with the running server. Runs "
+                                         "there act as the session; the bot's own thread is not touched.")
+    studio.add_argument("key", type=session_key)
+    studio.add_argument("--url", default="http://127.0.0.1:2024", help="the Studio server (default: make studio's)")
+    studio.add_argument("--refresh", action="store_true", help="copy the session again over an earlier copy")
+    prune = ssub.add_parser("prune", help="delete checkpoints and query rows older than a duration",
+                            description="Retention: sessions idle for longer are deleted; in the others, the "
+                                        "checkpoints before the newest full copy of the history older than the "
+                                        "cut-off go. Query rows older than it go too (running ones stay).")
+    prune.add_argument("--older-than", type=duration, required=True, metavar="AGE", help="e.g. 30d, 12h")
+    prune.add_argument("--dry-run", action="store_true", help="only count what would be deleted")
+
+
+async def run(args: argparse.Namespace, paths: Paths) -> int:
+    from checkpoints.factory import CHECKPOINT_FILE, open_checkpointer
+    from checkpoints.maintenance import ForkError
+
+    if not (paths.data_dir / CHECKPOINT_FILE).exists():
+        print(f"ania: no stored sessions yet ({paths.data_dir / CHECKPOINT_FILE} does not exist)", file=sys.stderr)
+        return 0 if args.action == "prune" else 1
+    try:
+        if args.action == "replay":
+            return await _replay(args, paths)
+        async with open_checkpointer(paths.data_dir) as saver:
+            if args.action == "history":
+                return await _history(saver, args)
+            if args.action == "fork":
+                from checkpoints.maintenance import fork_thread
+
+                target = args.to or f"{args.key}-fork-{secrets.token_hex(3)}"
+                n = await fork_thread(saver, args.key, args.at, target)
+                print(f"forked {args.key} at {args.at} to {target} ({n} checkpoints); "
+                      f"continue it with: ania chat --session {target}")
+                return 0
+            if args.action == "export":
+                return await _export(saver, args, paths)
+            if args.action == "studio":
+                return await _studio(saver, args, paths)
+            return await _prune(saver, args, paths)
+    except ForkError as e:
+        print(f"ania: {e}", file=sys.stderr)
+        return 1
+
+
+async def _history(saver: Any, args: argparse.Namespace) -> int:
+    from checkpoints.history import history_lines
+
+    lines = await history_lines(saver, args.key)
+    if not lines:
+        print(f"ania: no session {args.key!r}", file=sys.stderr)
+        return 1
+    for line in lines[: args.n or None]:
+        at = line.step.at.astimezone().strftime("%Y-%m-%d %H:%M:%S") if line.step.at else "?"
+        print(f"{line.step.checkpoint_id}  {at}  step {line.step.step:>4}  {line.node:<12} {line.summary}")
+    return 0
+
+
+def secret_values(paths: Paths) -> list[str]:
+    """Values that must never appear in an export: sensitive settings and secret-looking environment variables."""
+    from services.config import load_settings, registry
+
+    values = {v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= 8}
+    try:
+        settings = load_settings(paths.config_dir)
+    except Exception:
+        settings = None
+    for info in registry():
+        if info.sensitive and settings is not None:
+            section, _, key = info.key.partition(".")
+            value = getattr(getattr(settings, section), key, "")
+            if isinstance(value, str) and len(value) >= 4:
+                values.add(value)
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, values: list[str]) -> str:
+    for v in values:
+        text = text.replace(v, REDACTED)
+    return text
+
+
+async def _export(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
+    from langchain_core.messages import messages_to_dict
+
+    from checkpoints.sessions import session_messages
+
+    messages = await session_messages(saver, args.key)
+    if not messages:
+        print(f"ania: no session {args.key!r}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        text = json.dumps({"session": args.key, "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                           "messages": messages_to_dict(messages)}, ensure_ascii=False, indent=1)
+    else:
+        text = markdown(args.key, messages)
+    print(redact(text, secret_values(paths)))
+    return 0
+
+
+def _content(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif isinstance(block, dict):
+            parts.append(f"[{block.get('type', 'attachment').replace('_url', '')}]")
+    return "\n".join(parts)
+
+
+def markdown(key: str, messages: list[AnyMessage]) -> str:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    out = [f"# Session {key}", ""]
+    for m in messages:
+        text = _content(m.content)
+        if isinstance(m, HumanMessage):
+            sender = m.response_metadata.get("sender") or "user"
+            out += [f"**{sender}**:", "", text, ""]
+        elif isinstance(m, AIMessage):
+            out += ["**assistant**:", "", text] if text else ["**assistant**:"]
+            out += [f"- calls `{c['name']}` {json.dumps(c['args'], ensure_ascii=False, sort_keys=True)}"
+                    for c in m.tool_calls]
+            out.append("")
+        elif isinstance(m, ToolMessage):
+            status = m.response_metadata.get("ania_status") or m.status
+            out += [f"**tool {m.name}** ({status}):", "", *(f"> {line}" for line in text.splitlines() or [""]), ""]
+        elif isinstance(m, SystemMessage):
+            out += ["**summary of earlier turns**:", "", text, ""]
+    return "\n".join(out)
+
+
+async def _prune(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
+    from checkpoints.maintenance import prune_threads, vacuum
+    from services.config import load_settings
+    from services.store import AppStore
+    from services.usage import QueryLog
+
+    before = datetime.now(UTC) - timedelta(seconds=args.older_than)
+    rows, running = 0, set()
+    db = paths.data_dir / "ania.db"
+    if db.exists():
+        store = AppStore(db)
+        try:
+            running = {r["session"] for r in store.query("SELECT DISTINCT session FROM query_log "
+                                                          "WHERE status = 'running'")}
+            rows = QueryLog(store, load_settings(paths.config_dir).logs).prune(before.timestamp(), dry_run=args.dry_run)
+        finally:
+            store.close()
+    report = await prune_threads(saver, before, dry_run=args.dry_run, running=running)
+    verb = "would delete" if args.dry_run else "deleted"
+    print(f"{verb}: {len(report.sessions_deleted)} idle session(s), {report.checkpoints} checkpoint(s), "
+          f"{report.writes} write(s), {rows} query row(s) older than {before.astimezone():%Y-%m-%d %H:%M}")
+    for key in report.sessions_deleted:
+        print(f"  session {key}")
+    if not args.dry_run and report.checkpoints and not await vacuum(saver):
+        print("note: the file was not compacted (in use); the space is reused by new checkpoints")
+    return 0
+
+
+async def _replay(args: argparse.Namespace, paths: Paths) -> int:
+    from ania.replay import replay
+
+    return await replay(args.key, args.at, paths, message=args.message, side_effects=args.side_effects,
+                        out=sys.stdout.write)
+
+
+async def _studio(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
+    import httpx
+
+    from ania.studio_checkpointer import STUDIO_THREAD, studio_thread_id
+    from checkpoints.maintenance import fork_thread
+    from checkpoints.sessions import latest_checkpoint
+    from services.store import AppStore
+
+    thread = studio_thread_id(args.key)
+    latest = await latest_checkpoint(saver, args.key)
+    if not latest:
+        print(f"ania: no session {args.key!r}", file=sys.stderr)
+        return 1
+    copied = await latest_checkpoint(saver, thread)
+    if copied and args.refresh:
+        await saver.adelete_thread(thread)
+    if not copied or args.refresh:
+        await fork_thread(saver, args.key, latest, thread)
+    store = AppStore(paths.data_dir / "ania.db")
+    try:
+        store.kv_set(f"{STUDIO_THREAD}{thread}", args.key)
+    finally:
+        store.close()
+    body = {"thread_id": thread, "metadata": {"session": args.key, "graph_id": "agent"}, "if_exists": "do_nothing"}
+    try:
+        async with httpx.AsyncClient(base_url=args.url, timeout=10) as http:
+            answer = await http.post("/threads", json=body)
+        answer.raise_for_status()
+    except httpx.HTTPError as e:
+        print(f"ania: copied {args.key} to the Studio thread {thread}, but the Studio server at {args.url} did not "
+              f"take it ({type(e).__name__}); start it with `make studio` and run this again", file=sys.stderr)
+        return 1
+    state = "kept the earlier copy (--refresh copies again)" if copied and not args.refresh else "copied"
+    print(f"{args.key} is the Studio thread {thread} ({state}); open "
+          f"https://smith.langchain.com/studio/thread/{thread}?baseUrl={args.url}")
+    return 0

@@ -1,0 +1,33 @@
+"""The checkpointer `langgraph dev` uses (langgraph.json "checkpointer"): the bot's own
+`<data dir>/checkpoints.db`, so Studio reads and writes the same file as the bot.
+
+Studio accepts only UUID thread ids, and the bot's sessions are keyed `g:123`: `ania sessions studio KEY`
+copies a session to the thread `studio_thread_id(KEY)` (a UUID derived from the key) and registers it
+with the running server, and the Studio runs of that thread act as that session (ania/studio.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from checkpoints.factory import open_checkpointer
+from services.config import Paths
+
+#: KV key (app store) of the session a Studio thread copies.
+STUDIO_THREAD = "studio_thread:"
+_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://ania.invalid/session")
+
+
+def studio_thread_id(session_key: str) -> str:
+    """The same UUID for the same session key, every time."""
+    return str(uuid.uuid5(_NAMESPACE, session_key))
+
+
+@asynccontextmanager
+async def checkpointer() -> AsyncIterator[BaseCheckpointSaver]:
+    async with open_checkpointer(Paths.from_env().data_dir) as saver:
+        yield saver

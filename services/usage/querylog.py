@@ -1,0 +1,151 @@
+"""The query log (Q3, G1): one row per trigger (a message, a command that reaches the model, a clock
+run) from its start to its final response, in the app store's `query_log` table.
+
+A row is written `running` when the turn starts, with the thread and the checkpoint it starts from (so
+`ania sessions fork/replay --at` can go back there), and completed when it ends: status, tokens,
+duration, the reply, the first 20 tool calls (name, arguments cut, result status, "blocked by <gate>")
+and their total count. A row still `running` whose process is gone (a crash, kill -9) is marked
+`interrupted` when the next engine starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from services.config import LogsSettings
+from services.store import AppStore
+
+#: Tool calls kept per row (the total is kept too), and characters of each call's arguments.
+MAX_CALLS = 20
+ARGS_CHARS = 300
+REPLY_CHARS = 500
+STATUSES = ("running", "success", "stopped", "timeout", "error", "quota", "interrupted")
+COLUMNS = ("id, started, ended, session, sender, trigger, input, status, tokens, total_tokens, duration_ms, "
+           "calls, call_count, thread, checkpoint, reply")
+
+
+@dataclass(frozen=True)
+class QueryFilter:
+    session: str | None = None
+    status: str | None = None
+    since: float | None = None
+    tool: str | None = None
+    limit: int = 50
+
+
+def cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+class QueryLog:
+    def __init__(self, store: AppStore, settings: LogsSettings) -> None:
+        self._store = store
+        self.settings = settings
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.query_log
+
+    def interrupt_running(self) -> int:
+        """Rows left `running` by a process that is gone become `interrupted` (run once at start)."""
+        rows = self._store.query("SELECT id, pid FROM query_log WHERE status = 'running'")
+        dead = [r["id"] for r in rows if not _alive(r["pid"])]
+        for qid in dead:
+            self._store.write("UPDATE query_log SET status = 'interrupted' WHERE id = ? AND status = 'running'", [qid])
+        return len(dead)
+
+    def start(self, session: str, sender: str, text: str, *, trigger: str = "message", thread: str = "",
+              checkpoint: str = "") -> int:
+        """The row of a starting turn (0 when the log is off)."""
+        if not self.enabled:
+            return 0
+        return self._store.write(
+            "INSERT INTO query_log (started, session, sender, trigger, input, status, thread, checkpoint, pid, "
+            "total_tokens, call_count) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, 0, 0)",
+            [time.time(), session, sender, trigger, cut(text, self.settings.input_chars), thread, checkpoint,
+             os.getpid()])
+
+    def finish(self, qid: int, status: str, usage: Mapping[str, int], calls: Sequence[Mapping[str, Any]],
+               reply: str) -> None:
+        if not qid:
+            return
+        now = time.time()
+        kept = [dict(c, args=cut(str(c.get("args", "")), ARGS_CHARS)) for c in calls[:MAX_CALLS]]
+        self._store.write(
+            "UPDATE query_log SET ended = ?, status = ?, tokens = ?, total_tokens = ?, duration_ms = "
+            "CAST((? - started) * 1000 AS INTEGER), calls = ?, call_count = ?, reply = ? WHERE id = ?",
+            [now, status, json.dumps(dict(usage), sort_keys=True), int(usage.get("total_tokens", 0)), now,
+             json.dumps(kept, ensure_ascii=False), len(calls), cut(reply, REPLY_CHARS), qid])
+
+    def rows(self, f: QueryFilter) -> list[dict[str, Any]]:
+        """Newest first."""
+        where: list[str] = []
+        args: list[Any] = []
+        if f.session:
+            where.append("session = ?")
+            args.append(f.session)
+        if f.status:
+            where.append("status = ?")
+            args.append(f.status)
+        if f.since is not None:
+            where.append("started >= ?")
+            args.append(f.since)
+        if f.tool:  # a cheap prefilter on the JSON text; the exact check is below
+            where.append("calls LIKE ?")
+            args.append(f'%"name": "{f.tool}"%')
+        sql = f"SELECT {COLUMNS} FROM query_log {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC"
+        out = [_decoded(r) for r in self._store.query(sql, args)]
+        if f.tool:
+            out = [r for r in out if any(c.get("name") == f.tool for c in r["calls"])]
+        return out[: f.limit]
+
+    def get(self, qid: int) -> dict[str, Any] | None:
+        found = self._store.query(f"SELECT {COLUMNS} FROM query_log WHERE id = ?", [qid])
+        return _decoded(found[0]) if found else None
+
+    def prune(self, before: float, *, dry_run: bool = False) -> int:
+        """Rows that started before `before` and are not running."""
+        where = "started < ? AND status != 'running'"
+        if dry_run:
+            return int(self._store.query(f"SELECT COUNT(*) AS n FROM query_log WHERE {where}", [before])[0]["n"])
+        return self._store.write(f"DELETE FROM query_log WHERE {where}", [before])
+
+
+def _decoded(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "tokens": json.loads(row["tokens"] or "{}"), "calls": json.loads(row["calls"] or "[]")}
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_ops(store: AppStore, *, session: str | None = None, kind: str | None = None, since: float | None = None,
+             limit: int = 50) -> list[dict[str, Any]]:
+    """The operation log (R3: approvals, config, skill, MCP changes, reboots), newest first."""
+    where: list[str] = []
+    args: list[Any] = []
+    for column, value in (("session", session), ("kind", kind)):
+        if value:
+            where.append(f"{column} = ?")
+            args.append(value)
+    if since is not None:
+        where.append("ts >= ?")
+        args.append(since)
+    sql = (f"SELECT id, ts, kind, session, actor, detail FROM op_log {'WHERE ' + ' AND '.join(where) if where else ''}"
+           " ORDER BY id DESC LIMIT ?")
+    return [{**r, "detail": json.loads(r["detail"] or "{}")} for r in store.query(sql, [*args, limit])]
