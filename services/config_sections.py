@@ -1,0 +1,283 @@
+"""The sections of the settings, one pydantic model per `ania.toml` table (services/config.py assembles
+them into `Settings`). Each field's description and `sensitive` flag make the key registry that
+`config_get`/`config_set` read."""
+
+from __future__ import annotations
+
+import zoneinfo
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class LLMSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str = Field("", description="OpenAI-compatible endpoint, e.g. https://api.deepseek.com")
+    api_key: str = Field("", description="API key of the endpoint", json_schema_extra={"sensitive": True})
+    model: str = Field("", description="Model name, e.g. deepseek-chat")
+    timeout_sec: float = Field(60.0, gt=0, description="Per-request timeout of the model endpoint")
+    max_retries: int = Field(2, ge=0, le=10, description="Retries after an endpoint error or timeout")
+    temperature: float | None = Field(None, description="Sampling temperature; unset = provider default")
+    vision: bool = Field(False, description="The model accepts images: loaded images go to it as image parts")
+
+
+class BotSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    admins: list[str] = Field(default_factory=list, description="User ids with admin rights")
+    msg_event_timeout_sec: float = Field(300.0, gt=0, description="Time budget of one message")
+    system_prompt: str = Field(
+        "You are Ania, a helpful assistant in a chat. Answer concisely.",
+        description="System prompt; must not change per turn (keeps the provider cache warm)",
+    )
+
+    group_prefixes: list[str] = Field(
+        default_factory=list,
+        description="In a group, a message starting with one of these is for the bot (besides an @)",
+    )
+    groups: list[str] = Field(default_factory=list, description="Only these group ids are served; empty = every group")
+    users: list[str] = Field(
+        default_factory=list, description="Only these user ids are served (groups and private chats); empty = everyone"
+    )
+    blocked_users: list[str] = Field(default_factory=list, description="User ids the bot never answers")
+
+    @field_validator("admins", "groups", "users", "blocked_users", mode="before")
+    @classmethod
+    def _ids_as_text(cls, v: Any) -> Any:
+        return [str(x) for x in v] if isinstance(v, list) else v
+
+
+class AgentSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    max_rounds: int = Field(20, ge=1, le=200, description="Tool rounds per message before stopping")
+    context_tokens: int = Field(
+        60000, ge=500, description="Estimated history size above which older turns are summarized"
+    )
+    keep_recent_tokens: int = Field(
+        8000, ge=100, description="History kept verbatim when compacting (the rest is summarized)"
+    )
+
+
+class BashSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    enable: bool = Field(False, description="Offer the bash tool")
+    blacklist: list[str] = Field(default_factory=list, description="Regexes that refuse a command")
+    whitelist: list[str] = Field(default_factory=list, description="Regexes that run a command at once")
+    timeout_sec: float = Field(30.0, gt=0, le=600, description="Timeout of one command")
+    workdir: str = Field("", description="Working directory (default: <data dir>/workspace)")
+    sandbox: Literal["auto", "bwrap", "off"] = Field(
+        "auto", description="Run commands under bubblewrap: auto (when bwrap is installed), bwrap (required), off"
+    )
+    network: bool = Field(False, description="Let sandboxed commands use the network")
+
+
+class ApprovalSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    enable: bool = Field(True, description="Ask a human before tools in approval.tools run")
+    tools: list[str] = Field(default_factory=list, description="Tool names that need approval")
+    timeout_sec: float = Field(120.0, description="Approval wait, clamped to 10-240 s; timeout denies")
+    self_approve_in_groups: bool = Field(
+        False, description="In a group, a non-admin may approve their own call (else only admins can)"
+    )
+
+    @property
+    def effective_timeout(self) -> float:
+        return min(240.0, max(10.0, self.timeout_sec))
+
+
+class MCPSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    lazy_load: bool = Field(True, description="Discover/load MCP tools on demand instead of all at start")
+    lazy_mode: str = Field("native", pattern="^(native|proxy)$", description="native or proxy lazy loading")
+    call_timeout_sec: float = Field(60.0, gt=0, description="Deadline of one MCP tool call")
+    connect_timeout_sec: float = Field(15.0, gt=0, description="Deadline of connecting to a server")
+
+
+class SubagentSettings(BaseModel):
+    """Subagents and teams (A1-A4)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    default_timeout_sec: int = Field(120, ge=1, description="Budget of a subagent or team member when none is asked")
+    max_timeout_sec: int = Field(600, ge=1, le=3600, description="Upper clamp of a requested timeout_sec")
+    parent_reserve_sec: int = Field(
+        30, ge=0, description="Seconds of the message's budget kept for the main reply after a subagent"
+    )
+    min_budget_sec: int = Field(5, ge=1, description="A subagent with less time than this left is not started")
+    max_rounds: int = Field(10, ge=1, le=200, description="Tool rounds of a subagent or team member")
+    max_result_len: int = Field(4000, ge=100, description="Runes of a subagent's answer returned to the main AI")
+    team_max_result_len: int = Field(
+        12000, ge=100, description="Runes of a team run's answers together (shared by its members)"
+    )
+
+
+class ClockSettings(BaseModel):
+    """Scheduled tasks (C1-C7)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    timezone: str = Field(
+        "", description="IANA timezone of new tasks' schedules, e.g. Asia/Shanghai; empty = the machine's"
+    )
+    min_interval_sec: int = Field(60, ge=1, description="Shortest interval between two runs of a repeating task")
+    max_tasks_per_session: int = Field(20, ge=1, le=1000, description="Tasks one chat may have")
+    default_timeout_sec: int = Field(120, ge=1, description="Time budget of one run when the task sets none")
+    max_timeout_sec: int = Field(1800, ge=1, le=86400, description="Upper clamp of a task's own timeout_sec")
+    misfire_grace_sec: int = Field(
+        300, ge=0,
+        description="A run due while the bot was down runs at start if at most this late, else it is logged missed",
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        if v:
+            try:
+                zoneinfo.ZoneInfo(v)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown timezone {v!r}; use an IANA name such as Asia/Shanghai") from None
+        return v
+
+
+class ToggleSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    enable: bool = Field(False, description="Offer the self-management tools")
+
+
+class SkillsSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    enabled: list[str] = Field(default_factory=list, description="Only these skills (by name); empty = every skill")
+    max_download_mb: float = Field(10.0, gt=0, le=1024, description="Largest download skill_install accepts")
+    download_timeout_sec: float = Field(30.0, gt=0, le=600, description="Deadline of one skill download")
+    max_files: int = Field(1000, ge=1, le=100_000, description="Most entries an installed skill archive may have")
+    max_unpacked_mb: float = Field(50.0, gt=0, le=4096, description="Largest unpacked size of a skill archive")
+
+
+class KnowledgeSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    enable: bool = Field(True, description="Offer the knowledge base and long-term memory tools (kb_*, memory_*)")
+    chroma_url: str = Field(
+        "", description="Chroma server URL (e.g. http://127.0.0.1:8000); empty = embedded store in <data dir>/chroma"
+    )
+    max_docs: int = Field(200, ge=1, description="Documents per knowledge base scope (a session, or global)")
+    max_doc_runes: int = Field(1_000_000, ge=1, description="Longest document kb_add or `ania kb add` accepts")
+    max_memories: int = Field(500, ge=1, description="Long-term memories per session")
+    analyzer: Literal["grams", "bigrams", "words"] = Field(
+        "grams", description="Search terms of CJK text: characters and pairs (grams), pairs, or jieba words"
+    )
+
+
+class EmbeddingSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str = Field("", description="OpenAI-compatible /v1/embeddings endpoint; empty = keyword search only")
+    model: str = Field("", description="Embedding model name; empty = keyword search only")
+    api_key: str = Field("", description="API key of the embedding endpoint", json_schema_extra={"sensitive": True})
+    timeout_sec: float = Field(10.0, gt=0, le=120, description="Deadline of one embeddings request")
+    batch_size: int = Field(64, ge=1, le=2048, description="Texts per embeddings request")
+
+
+class VisionSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str = Field("", description="OpenAI-compatible endpoint of a vision model that describes images "
+                                          "for a model without vision (llm.vision = false)")
+    api_key: str = Field("", description="API key of the vision endpoint", json_schema_extra={"sensitive": True})
+    model: str = Field("", description="Vision model name, e.g. gpt-4o-mini or qwen-vl-plus")
+    timeout_sec: float = Field(60.0, gt=0, description="Per-request timeout of the vision endpoint")
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url and self.model)
+
+
+class OneBotSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    ws_url: str = Field("", description="Forward WebSocket: the implementation's server Ania dials, e.g. ws://127.0.0.1:3001")
+    listen: str = Field("", description="Reverse WebSocket: host:port Ania listens on, e.g. 127.0.0.1:8080")
+    path: str = Field("/onebot/v11/ws", description="Reverse WebSocket: the URL path the implementation dials")
+    access_token: str = Field(
+        "", description="OneBot access token (Authorization: Bearer) in both directions",
+        json_schema_extra={"sensitive": True},
+    )
+    api_timeout_sec: float = Field(30.0, gt=0, le=600, description="Deadline of one OneBot API call")
+    reconnect_max_sec: float = Field(30.0, ge=1, le=600, description="Longest wait between forward reconnects")
+    max_message_runes: int = Field(
+        3000, ge=100, le=100_000, description="Longer replies are split on paragraph boundaries into several messages"
+    )
+    shutdown_grace_sec: float = Field(
+        30.0, ge=0, le=600, description="On SIGINT/SIGTERM, how long running turns may finish before they are stopped"
+    )
+
+
+class WebSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    jina_api_key: str = Field("", description="Jina API key (optional; higher rate limits)",
+                              json_schema_extra={"sensitive": True})
+    search_url: str = Field("https://s.jina.ai/", description="webSearch endpoint (Jina search API or compatible)")
+    reader_url: str = Field("https://r.jina.ai/", description="webExplore endpoint (Jina reader or a self-hosted one)")
+    timeout_sec: float = Field(30.0, gt=0, le=300, description="Deadline of one web request")
+
+
+class MemeSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    url: str = Field(
+        "https://api.giphy.com/v1/stickers/search?api_key=${key}&q=${msg}&limit=${num}",
+        description="Request URL template: ${msg} search words, ${num} count, ${key} the API key",
+    )
+    key: str = Field("", description="API key put into ${key} (GIPHY: a free key)",
+                     json_schema_extra={"sensitive": True})
+    list_path: str = Field("data", description="GJSON path of the result list in the response")
+    img_field: str = Field("images.fixed_width.url", description="GJSON path of the image URL inside one result")
+    timeout_sec: float = Field(20.0, gt=0, le=300, description="Deadline of the search and of each image download")
+
+
+class FilesSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    allowed_dirs: list[str] = Field(
+        default_factory=list,
+        description="Directories send_file and local_image may read (empty = both tools off); nothing outside",
+    )
+    max_file_mb: float = Field(20.0, gt=0, le=1024, description="Largest file send_file sends")
+
+class QuotaSettings(BaseModel):
+    """Daily token quotas (Q1), counted per day in `timezone`; 0 = unlimited."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_daily_tokens: int = Field(0, ge=0, description="Tokens one session may spend per day; 0 = unlimited")
+    global_daily_tokens: int = Field(
+        0, ge=0, description="Tokens all sessions together may spend per day; 0 = unlimited"
+    )
+    timezone: str = Field("UTC", description="IANA time zone whose midnight starts a new quota day")
+    admins_exempt: bool = Field(True, description="Messages from admins are not refused by a quota")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(v)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {v!r} (an IANA name such as UTC or Asia/Shanghai)") from None
+        return v
+
+
+class LogsSettings(BaseModel):
+    """The query log (Q3)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query_log: bool = Field(True, description="Write one query-log row per turn (ania logs queries)")
+    input_chars: int = Field(500, ge=20, le=100_000, description="Characters of a message kept in its query-log row")
