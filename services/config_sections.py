@@ -10,6 +10,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
+def iana_zone(name: str) -> str:
+    """`name` when it is a time zone this machine knows (clock and quota days depend on it)."""
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r} (an IANA name such as UTC or Asia/Shanghai)") from None
+    return name
+
+
 class LLMSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -136,12 +145,7 @@ class ClockSettings(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, v: str) -> str:
-        if v:
-            try:
-                zoneinfo.ZoneInfo(v)
-            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-                raise ValueError(f"unknown timezone {v!r}; use an IANA name such as Asia/Shanghai") from None
-        return v
+        return iana_zone(v) if v else v  # empty: the machine's
 
 
 class ToggleSettings(BaseModel):
@@ -267,11 +271,7 @@ class QuotaSettings(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, v: str) -> str:
-        try:
-            zoneinfo.ZoneInfo(v)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {v!r} (an IANA name such as UTC or Asia/Shanghai)") from None
-        return v
+        return iana_zone(v)
 
 
 class LogsSettings(BaseModel):

@@ -14,14 +14,13 @@ and the other servers still load. Writes are atomic (temp file + rename) and kee
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from services.errors import ToolError
+from services.files import atomic_write_text
 
 MCP_FILE = "mcp.json"
 NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
@@ -237,19 +236,5 @@ def spec_from_file(path: Path, name: str) -> ServerSpec | None:
 
 
 def write_raw(path: Path, data: dict[str, Any]) -> None:
-    """Atomic write: a temp file in the same directory, fsync, then rename over the old file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Atomic and 0600 (services/files.py): mcp.json may hold keys."""
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
