@@ -24,7 +24,11 @@ from langchain_core.messages import (
     convert_to_messages,
     message_chunk_to_message,
 )
-from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+
+#: LangGraph's `langgraph.graph.message.REMOVE_ALL_MESSAGES`, restated so that reading stored sessions
+#: (`ania sessions ...`) does not import the whole graph package (about 0.5 s at start);
+#: tests/test_checkpoint_replay.py checks it is still LangGraph's value.
+REMOVE_ALL_MESSAGES = "__remove_all__"
 
 
 def _coerce(write: Any) -> list[BaseMessage]:
@@ -85,6 +89,8 @@ def _last_remove_all(batch: Sequence[BaseMessage]) -> int | None:
 
 
 def _sequential(state: list[BaseMessage], writes: Sequence[Any]) -> list[AnyMessage]:
+    from langgraph.graph.message import add_messages  # the rare path; loaded when first needed
+
     value: Any = state
     for write in writes:
         value = add_messages(value, write)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from checkpoints.fold import REMOVE_ALL_MESSAGES
 from checkpoints.sessions import StepInfo, session_history
 
 WRITES_SQL = ("SELECT checkpoint_id, channel, type, value FROM writes WHERE thread_id = ? AND checkpoint_ns = '' "

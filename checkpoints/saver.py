@@ -44,8 +44,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.checkpoint.sqlite.utils import load_pending_writes
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from checkpoints.fold import REMOVE_ALL_MESSAGES
 from checkpoints.memo import CACHE_MESSAGES, HistoryCache, ThreadMemo
 
 Reducer = Callable[[Any, Sequence[Any]], Any]

@@ -20,6 +20,7 @@ from langgraph.checkpoint.base import writes_sort_key
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
+import checkpoints.fold
 from ania.fakes.openai_server import Calls, Reply
 from checkpoints.factory import CHECKPOINT_FILE, REDUCERS, thread_config
 from checkpoints.fold import fold_messages
@@ -81,6 +82,10 @@ def _sequential(state: list[Any], writes: list[list[Any]]) -> list[Any]:
 
 def _dump(messages: list[Any]) -> list[tuple[str, str | None, Any]]:
     return [(m.type, m.id, m.content) for m in messages]
+
+
+def test_the_restated_remove_all_marker_is_langgraphs():
+    assert checkpoints.fold.REMOVE_ALL_MESSAGES == REMOVE_ALL_MESSAGES
 
 
 def test_fold_equals_add_messages_once_per_write():
