@@ -85,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     sessions = sub.add_parser("sessions", help="list, show, history, fork, replay, export or prune stored "
                                                "conversations",
                               description="Stored conversations in <data dir>/checkpoints.db (one LangGraph "
-                                          "thread per session). Reads only; starts no MCP server.")
+                                          "thread per session). list, show, history and export only read; "
+                                          "none starts an MCP server.")
     ssub = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
     ssub.add_parser("list", help="list stored sessions with their number of checkpoints",
                     description="List stored sessions (key, number of checkpoints), sorted by key.")
@@ -232,7 +233,7 @@ async def _sessions(args: argparse.Namespace) -> int:
     async with open_checkpointer(paths.data_dir) as saver:
         if args.action == "list":
             for info in await list_sessions(saver):
-                print(f"{info.key}\t{info.checkpoints} checkpoints")
+                print(f"{info.key}\t{info.checkpoints} checkpoint{'' if info.checkpoints == 1 else 's'}")
             return 0
         messages = await session_messages(saver, args.key)  # read from the saver: no graph, no services
     if not messages:

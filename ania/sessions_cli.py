@@ -86,7 +86,7 @@ async def run(args: argparse.Namespace, paths: Paths) -> int:
 
                 target = args.to or f"{args.key}-fork-{secrets.token_hex(3)}"
                 n = await fork_thread(saver, args.key, args.at, target)
-                print(f"forked {args.key} at {args.at} to {target} ({n} checkpoints); "
+                print(f"forked {args.key} at {args.at} to {target} ({n} checkpoint{'' if n == 1 else 's'}); "
                       f"continue it with: ania chat --session {target}")
                 return 0
             if args.action == "export":

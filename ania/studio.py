@@ -44,7 +44,7 @@ log = logging.getLogger("ania.studio")
 STUDIO_USER = "studio"
 STUDIO_UI = "https://smith.langchain.com/studio/?baseUrl={url}"
 ANNOUNCED = "ANIA_STUDIO_URL"
-SERVED_AT = "Ania: graphs agent, gate, subagent and team served at {url} (Studio: {ui})\n"
+SERVED_AT = "Ania: graphs agent, gate, subagent, team and clock served at {url} (Studio: {ui})\n"
 
 
 class _Lazy:

@@ -42,7 +42,7 @@ def test_help_texts_say_where_settings_live_and_how_to_stop(tmp_path):
         assert needed in chat, needed
     show = ania("sessions", "show", "--help", env=env).stdout
     assert "the session key, e.g. f:local or g:team" in show
-    assert "starts no MCP server" in ania("sessions", "--help", env=env).stdout
+    assert "none starts an MCP server" in " ".join(ania("sessions", "--help", env=env).stdout.split())
     assert "--script FILE" in ania("demo", "--help", env=env).stdout
     assert "--script FILE" in ania("fake-llm", "--help", env=env).stdout
 

@@ -65,7 +65,7 @@ class Studio:
         self.log = log
 
     def served_url(self) -> str | None:
-        m = re.search(r"^Ania: graphs agent, gate, subagent and team served at (http://\S+) \(Studio: ", self.log.read_text(errors="replace"),
+        m = re.search(r"^Ania: graphs agent, gate, subagent, team and clock served at (http://\S+) \(Studio: ", self.log.read_text(errors="replace"),
                       re.M)
         return m.group(1) if m else None
 
@@ -193,7 +193,7 @@ def test_the_real_url_is_printed_once_when_the_port_is_taken(studio: Studio) -> 
     served = studio.served_url()
     assert served is not None and not served.endswith(f":{asked}"), "the taken port cannot be the one served"
     assert f"Port {asked} is already in use" in log  # langgraph dev's own warning, lost among the log lines
-    assert len(re.findall(r"^Ania: graphs agent, gate, subagent and team served at ", log, re.M)) == 1
+    assert len(re.findall(r"^Ania: graphs agent, gate, subagent, team and clock served at ", log, re.M)) == 1
     assert f"(Studio: https://smith.langchain.com/studio/?baseUrl={served})" in log
 
 

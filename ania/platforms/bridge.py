@@ -144,6 +144,7 @@ class SubagentBridge(ImageQueue):
         """Approvals of a subagent's calls are asked in the chat the run belongs to."""
         return await self._parent.request_approval(prompt)
 
+
 class ClockBridge(ChatBridge):
     """A clock run's bridge (C5): only the run's final reply is its message (the graph's deliver step sends it);
     images and files that tools send explicitly go to the target chat at once, saved under `outbox`."""
