@@ -132,6 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     import asyncio
     import logging
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # A shell starts a background job (`ania fake-llm &`, a script run with `&`) with SIGINT ignored,
+        # and Python then never raises KeyboardInterrupt: `kill -INT` and Ctrl-C must still stop us cleanly.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     from services.errors import ConfigError
 

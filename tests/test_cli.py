@@ -150,3 +150,21 @@ def test_a_bad_script_is_one_line_naming_the_step(tmp_path, content, problem):
         assert done.stderr.startswith(f"ania: script {script}") and problem in done.stderr
     gone = ania("demo", "--script", str(tmp_path / "nope.json"), env=clean_env(tmp_path))
     assert gone.returncode == 2 and gone.stderr.startswith(f"ania: cannot read script {tmp_path / 'nope.json'}")
+
+
+def test_sigint_stops_it_even_when_started_as_a_background_job(tmp_path):
+    """A shell starts `cmd &` with SIGINT ignored; `kill -INT` must still end it with its one line."""
+    ignoring = ["sh", "-c", 'trap "" INT; exec "$0" "$@"']  # what `cmd &` in a script does to SIGINT
+    proc = subprocess.Popen([*ignoring, sys.executable, "-m", "ania.cli", "fake-llm", "--port", "0"],
+                            env=clean_env(tmp_path), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline().startswith("scripted model at http://127.0.0.1:")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert proc.returncode == 130 and err == "ania: interrupted\n"
