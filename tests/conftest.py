@@ -99,3 +99,20 @@ async def make_chat(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     yield factory
     for e in engines:
         await e.close()
+
+
+@pytest.fixture
+async def bot(tmp_path: Path, scripted_llm: ScriptedOpenAI) -> AsyncIterator[Callable[..., Any]]:
+    """Bots on the fake OneBot implementation (tests/onebot_helpers.py), closed after the test."""
+    from tests.onebot_helpers import start_bot  # websockets and the fake: only for the tests that use them
+
+    bots: list[Any] = []
+
+    async def factory(**kw: Any) -> Any:
+        b = await start_bot(tmp_path, scripted_llm, **kw)
+        bots.append(b)
+        return b
+
+    yield factory
+    for b in bots:
+        await b.close()

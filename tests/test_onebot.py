@@ -12,22 +12,8 @@ import pytest
 
 from ania.fakes.openai_server import Calls, Reply
 from tests.onebot_fake import FakeOneBot, at, image, reply, text
-from tests.onebot_helpers import ADMIN, BOT, start_bot
+from tests.onebot_helpers import ADMIN, BOT
 from tests.web_fake import PNG_1X1, Route, WebFake
-
-
-@pytest.fixture
-async def bot(tmp_path, scripted_llm):
-    bots = []
-
-    async def factory(**kw):
-        b = await start_bot(tmp_path, scripted_llm, **kw)
-        bots.append(b)
-        return b
-
-    yield factory
-    for b in bots:
-        await b.close()
 
 
 @pytest.fixture

@@ -16,21 +16,7 @@ from ania.platforms.onebot.adapter import SHUTTING_DOWN
 from ania.platforms.onebot.serve import run_serve
 from checkpoints.sessions import session_messages
 from tests.onebot_fake import FakeOneBot, at, text
-from tests.onebot_helpers import BOT, make_engine, start_bot
-
-
-@pytest.fixture
-async def bot(tmp_path, scripted_llm):
-    bots = []
-
-    async def factory(**kw):
-        b = await start_bot(tmp_path, scripted_llm, **kw)
-        bots.append(b)
-        return b
-
-    yield factory
-    for b in bots:
-        await b.close()
+from tests.onebot_helpers import BOT, make_engine
 
 
 async def test_disconnect_mid_turn_reply_goes_out_after_reconnecting(bot, scripted_llm):

@@ -46,6 +46,8 @@ class ClockRunner:
     def __init__(self, services: Services, checkpointer: Any, context_tokens: Any) -> None:
         self._services = services
         self.graph = build_clock_graph(context_tokens, checkpointer=checkpointer)
+        #: (task id, quota day) of refusals the chat was told about: a task every minute tells it once a day.
+        self._refusals_told: set[tuple[int, str]] = set()
 
     async def run(self, task: ClockTask, spec: RunSpec) -> RunOutcome:
         services = self._services
@@ -58,11 +60,15 @@ class ClockRunner:
                          agent_kind="clock", deadline=time.monotonic() + spec.budget_sec, author=task.created_by)
         inp = {"messages": [task_message(task, spec.run_id, spec.scheduled, ZoneInfo(task.timezone))],
                "run_id": spec.run_id}
+        qid = services.queries.start(task.session, task.created_by, task.prompt, trigger="clock", thread=thread)
         refusal = services.quota.refusal(task.session, task.created_by)
         if refusal is not None:  # Q1: a chat over its daily tokens runs no task either (the chat is told)
             await spec.background.close()
-            return RunOutcome("error", detail=f"not run: {refusal}", thread=thread)
-        qid = services.queries.start(task.session, task.created_by, task.prompt, trigger="clock", thread=thread)
+            record_run(services, task.session, qid, "quota", refusal, {}, [])
+            told = (task.id, services.quota.day())
+            quiet = told in self._refusals_told
+            self._refusals_told.add(told)
+            return RunOutcome("error", detail=f"not run: {refusal}", thread=thread, quiet=quiet)
         outcome, messages = await self._run(spec, ctx, inp, thread, label)
         # Q2/Q3: the run's tokens (its subagents' included) count once for the day; its query-log row closes
         record_run(services, task.session, qid, outcome.status, outcome.reply, outcome.usage, messages)

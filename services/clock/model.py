@@ -141,6 +141,8 @@ class RunOutcome:
     usage: Mapping[str, int] = field(default_factory=dict)
     detail: str = ""
     thread: str = ""
+    #: The target was already told this (a repeating task refused by the daily quota): logged, not told again.
+    quiet: bool = False
 
 
 class ClockRunner(Protocol):

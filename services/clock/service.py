@@ -255,7 +255,7 @@ class ClockService:
             key = "its timeout_sec" if task.timeout_sec else "clock.default_timeout_sec"
             await self._tell(task.session, TIMED_OUT.format(label=task.label, sec=f"{budget:g}", key=key,
                                                             next=next_words(self.book.maybe_view(task.id))))
-        elif outcome.status == "error":
+        elif outcome.status == "error" and not outcome.quiet:
             await self._tell(task.session, FAILED.format(label=task.label, detail=_sentence(outcome.detail),
                                                          next=next_words(self.book.maybe_view(task.id))))
 
