@@ -18,11 +18,12 @@ import gc
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI, Step
-from bench.common import SESSION, USER, Ours, _peer_model, median, peer_time_tool, settings_for, table, timed
+from bench.common import SESSION, USER, Ours, median, peer_model, peer_time_tool, settings_for, table, timed
 from services.subagents import SubagentRequest, TeamRunRequest
 from services.teams import Member, Team
 
@@ -81,7 +82,8 @@ class PeerAgent:
         from langchain.agents import create_agent
 
         settings = settings_for(llm)
-        self.agent = create_agent(_peer_model(settings, client), [peer_time_tool()],
+        self.stack = AsyncExitStack()
+        self.agent = create_agent(peer_model(settings, client, self.stack), [peer_time_tool()],
                                   system_prompt=settings.bot.system_prompt)
 
     async def run(self, task: str) -> str:
@@ -126,6 +128,7 @@ async def overhead(llms: tuple[ScriptedOpenAI, ScriptedOpenAI], root: Path, runs
                 out["overhead"].append(wall - (llm.model_seconds - before))
     finally:
         await ours.close()
+        await peer.stack.aclose()
     peer_side = sides["peer"][2]
     return [[name, median(out["overhead"]) * 1000, median(out["overhead"]) / median(peer_side["overhead"]),
              median(out["cpu"]) * 1000, median(out["cpu"]) / median(peer_side["cpu"]), median(out["wall"]) * 1000]

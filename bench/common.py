@@ -133,7 +133,7 @@ class Peer:
         await saver.setup()
         await tune_sqlite(saver)  # the same checkpointer settings as ours
         tools: list[Any] = [peer_time_tool() if s["function"]["name"] == "time" else s for s in tool_schemas]
-        agent = create_agent(_peer_model(settings, client or cls.client), tools,
+        agent = create_agent(peer_model(settings, client or cls.client, stack), tools,
                              system_prompt=system_prompt or settings.bot.system_prompt,
                              checkpointer=saver)
         return cls(agent, stack, db)
@@ -152,9 +152,12 @@ class Peer:
         await self._stack.aclose()
 
 
-def _peer_model(settings: Settings, client: str) -> Any:
+def peer_model(settings: Settings, client: str, stack: AsyncExitStack) -> Any:
+    """The peer's chat model; its HTTP pool is closed with `stack`."""
     if client == "lean":
-        return ModelFactory(settings).model()
+        factory = ModelFactory(settings)
+        stack.push_async_callback(factory.aclose)
+        return factory.model()
     from langchain_openai import ChatOpenAI
 
     llm = settings.llm

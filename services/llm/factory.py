@@ -7,6 +7,7 @@ import httpx
 from langchain_openai import ChatOpenAI
 
 from services.config import Settings, require_llm
+from services.llm.http import model_http_client
 from services.llm.lean_openai import LeanChatOpenAI
 
 
@@ -42,5 +43,5 @@ class ModelFactory:
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = httpx.AsyncClient(timeout=self._settings.llm.timeout_sec)
+            self._http = model_http_client(self._settings.llm.timeout_sec)
         return self._http

@@ -14,6 +14,7 @@ from langchain_openai import ChatOpenAI
 
 from services.config import Settings
 from services.images import data_url
+from services.llm.http import model_http_client
 
 DESCRIBE_PROMPT = (
     "Describe each of the following images for someone who cannot see them: what it shows, any text in it "
@@ -39,7 +40,7 @@ class VisionDescriber:
     def _chat(self) -> ChatOpenAI:
         if self._model is None:
             s = self._settings
-            self._http = httpx.AsyncClient(timeout=s.timeout_sec)
+            self._http = model_http_client(s.timeout_sec)
             self._model = ChatOpenAI(base_url=s.base_url, api_key=s.api_key or "none", model=s.model,
                                      timeout=s.timeout_sec, max_retries=1, http_async_client=self._http)
         return self._model
