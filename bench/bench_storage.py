@@ -4,9 +4,11 @@ Each turn: a user message of 300 characters, one `time` call, an answer of 300 c
 compaction off. At each mark (turns 50, 100, 200, 500, 1000):
 - the file (WAL folded in) and the bytes per turn since the previous mark (linear storage: flat);
 - the saver's put time per turn (aput + aput_writes, median over the window: flat);
-- the history load the engine does at every turn (median over the window), and `aget_state`: cold (a
-  fresh saver on the file, as after a restart), LangGraph's own delta loader on the same file, and the
-  stock saver on a thread holding the same messages as one full snapshot (what `create_agent` reads);
+- the history load the engine does at every turn (median over the window), and `aget_state` cold (a
+  fresh saver on the file, as after a restart): ours, ours with LangGraph's serializer (what the saver
+  itself wins, apart from checkpoints/serde.py), LangGraph's own delta loader on the same file, and the
+  stock saver on a thread holding the same messages as one full snapshot, read through `create_agent`'s
+  graph (what the peer reads: the target) and through a one-node graph (the saver alone);
 then one session's checkpoint history (`session_history`) and listing 1,000 stored sessions.
 """
 
@@ -23,19 +25,26 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import aiosqlite
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AnyMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
-from bench.common import SESSION, Ours, kib, table
-from checkpoints.factory import CHECKPOINT_FILE, open_checkpointer, thread_config
+from bench.common import SESSION, Ours, kib, peer_time_tool, table
+from checkpoints.factory import CHECKPOINT_FILE, REDUCERS, open_checkpointer, thread_config
+from checkpoints.saver import AniaSqliteSaver
+from checkpoints.serde import MessageSerializer
 from checkpoints.sessions import list_sessions
 from graphs.agent import build_agent_graph
 
 MARKS = (50, 100, 200, 500, 1000)
+#: Cold reads per figure (the median is shown).
+READS = 7
 TEXT = ("A long and realistic chat line, about the weather, the trains, the meeting at ten and who brings "
         "the slides; nothing special, just the kind of thing people say in a group all day long. ") * 2
 TEXT = TEXT[:280]
@@ -45,9 +54,10 @@ class StockState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-async def _median_ms(fn: Any, n: int = 3) -> float:
+async def _median_ms(fn: Any, n: int = 0) -> float:
     times = []
-    for _ in range(n):
+    for _ in range(n or READS):
+        gc.collect()
         t0 = time.perf_counter()
         await fn()
         times.append(time.perf_counter() - t0)
@@ -60,28 +70,42 @@ async def _file_bytes(saver: Any, path: Path) -> int:
     return path.stat().st_size
 
 
-async def _loads(db: Path, data_dir: Path, messages: list[AnyMessage], tmp: Path) -> tuple[float, float, float]:
-    """aget_state cold with our saver, with LangGraph's loader on our file, and with the stock saver."""
-    colds = []
-    for _ in range(3):  # a fresh saver each time (as after a restart); its opening is not counted
-        async with open_checkpointer(data_dir) as saver:
-            graph = build_agent_graph(lambda: 10**9, checkpointer=saver)
-            t0 = time.perf_counter()
-            await graph.aget_state(thread_config(SESSION))
-            colds.append((time.perf_counter() - t0) * 1000)
+async def _loads(db: Path, messages: list[AnyMessage], tmp: Path) -> list[float]:
+    """`aget_state` cold (a fresh saver each time, as after a restart; its opening is not counted; a full
+    garbage collection before each read, on every side alike), median of `READS` reads each:
+    ours; ours with LangGraph's serializer (the saver's share of the win, apart from the serializer's);
+    LangGraph's own delta loader on our file; the stock saver holding the same messages as one full
+    snapshot, read through `create_agent`'s graph (what the peer reads) and through a one-node graph."""
 
+    async def cold(serde: Any) -> float:
+        times = []
+        for _ in range(READS):
+            async with aiosqlite.connect(str(db), isolation_level=None) as conn:
+                saver = AniaSqliteSaver(conn, reducers=REDUCERS, serde=serde)
+                await saver.setup()
+                graph = build_agent_graph(lambda: 10**9, checkpointer=saver)
+                gc.collect()
+                t0 = time.perf_counter()
+                await graph.aget_state(thread_config(SESSION))
+                times.append((time.perf_counter() - t0) * 1000)
+        return statistics.median(times)
+
+    ours, ours_lg = await cold(MessageSerializer()), await cold(JsonPlusSerializer())
     async with aiosqlite.connect(str(db)) as conn:
         stock_loader = build_agent_graph(lambda: 10**9, checkpointer=AsyncSqliteSaver(conn))
         langgraph_ms = await _median_ms(lambda: stock_loader.aget_state(thread_config(SESSION)))
     async with aiosqlite.connect(str(tmp / f"stock-{len(messages)}.db")) as conn:
         saver = AsyncSqliteSaver(conn)
+        peer = create_agent(GenericFakeChatModel(messages=iter([])), [peer_time_tool()], checkpointer=saver)
+        await peer.aupdate_state(thread_config("peer"), {"messages": messages})
+        peer_ms = await _median_ms(lambda: peer.aget_state(thread_config("peer")))
         g = StateGraph(StockState)
         g.add_node("model", lambda s: {})
         g.add_edge(START, "model")
         stock = g.compile(checkpointer=saver)
         await stock.aupdate_state(thread_config("stock"), {"messages": messages})
         stock_ms = await _median_ms(lambda: stock.aget_state(thread_config("stock")))
-    return statistics.median(colds), langgraph_ms, stock_ms
+    return [ours, ours_lg, langgraph_ms, peer_ms, stock_ms]
 
 
 async def run(marks: Sequence[int], sessions: int) -> str:
@@ -110,18 +134,19 @@ async def run(marks: Sequence[int], sessions: int) -> str:
                     size = await _file_bytes(saver, db)
                     state = await ours.engine.graph.aget_state(thread_config(SESSION))
                     messages = list(state.values["messages"])
-                    cold, langgraph, stock = await _loads(db, ours.engine.services.paths.data_dir, messages, tmp)
+                    reads = await _loads(db, messages, tmp)
                     window = slice(last_mark, turn)
                     rows.append([turn, len(messages), kib(size), (size - last_bytes) / (turn - last_mark) / 1024,
                                  statistics.median(per_turn_put[window]) * 1000,
-                                 statistics.median(per_turn_load[window]) * 1000, cold, langgraph, stock])
+                                 statistics.median(per_turn_load[window]) * 1000, *reads])
                     last_mark, last_bytes = turn, size
             history_rows = await _history(saver)
         finally:
             await ours.close()
         listing = await _listing(tmp / "ours" / "data" / CHECKPOINT_FILE, tmp / "ours" / "data", sessions)
     head = ["turn", "msgs", "file", "KiB/turn since last", "put ms/turn", "load ms/turn", "aget_state cold ms",
-            "LangGraph loader ms", "stock saver ms"]
+            "same, LangGraph serializer", "LangGraph loader ms", "create_agent + stock saver ms",
+            "1-node graph + stock saver ms"]
     return "\n".join([
         "One session, 4 messages of ~300 characters per turn, compaction off (marks: file size with the WAL folded in)",
         table(head, rows), "", *history_rows, "", *listing])

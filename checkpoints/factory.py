@@ -17,6 +17,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from checkpoints.fold import fold_messages
 from checkpoints.saver import AniaSqliteSaver
+from checkpoints.serde import MessageSerializer
 
 CHECKPOINT_FILE = "checkpoints.db"
 #: The delta channels of the agent state (nodes/state.py) and their reducers, which the SQLite saver folds.
@@ -37,7 +38,7 @@ async def open_checkpointer(data_dir: Path, url: str | None = None) -> AsyncIter
     data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, at start
     # Autocommit: each put is one statement and its own transaction (checkpoints/saver.py).
     async with aiosqlite.connect(str(data_dir / CHECKPOINT_FILE), isolation_level=None) as conn:
-        saver = AniaSqliteSaver(conn, reducers=REDUCERS)
+        saver = AniaSqliteSaver(conn, reducers=REDUCERS, serde=MessageSerializer())
         await saver.setup()
         await tune_sqlite(saver)
         yield saver

@@ -50,21 +50,25 @@ from checkpoints.memo import CACHE_MESSAGES, HistoryCache, ThreadMemo
 
 Reducer = Callable[[Any, Sequence[Any]], Any]
 
-#: The ancestors of a checkpoint, nearest first, with the per-channel update counters from their metadata.
-#: CROSS JOIN keeps the walk on the primary key, one lookup per step (as LangGraph's own walk does).
+#: A channel's history, one trip: the ancestors of a checkpoint, nearest first, while the channel has an
+#: update count in their metadata (LangGraph counts the updates since its last copy, so a counted step
+#: holds no copy). The walk stops after the first uncounted one (where a copy can be: its blob comes with
+#: it) or after the checkpoint whose value is already known (parameter 4). CROSS JOIN keeps each step on
+#: the primary key, as LangGraph's own walk does. Ids grow with time, so a parent's is smaller: a damaged
+#: link cannot make the walk loop.
 WALK_SQL = (
-    "WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, counters) AS ("
-    "SELECT checkpoint_id, parent_checkpoint_id, "
-    "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot') "
-    "FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? "
+    "WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, counted) AS ("
+    "SELECT checkpoint_id, parent_checkpoint_id, 1 "
+    "FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3 "
     "UNION ALL "
     "SELECT c.checkpoint_id, c.parent_checkpoint_id, "
-    "json_extract(CAST(c.metadata AS TEXT), '$.counters_since_delta_snapshot') "
+    "json_extract(CAST(c.metadata AS TEXT), ?5) IS NOT NULL "
     "FROM chain a CROSS JOIN checkpoints c ON c.checkpoint_id = a.parent_checkpoint_id "
-    "WHERE c.thread_id = ? AND c.checkpoint_ns = ?) "
-    "SELECT checkpoint_id, counters FROM chain"
+    "WHERE a.counted AND a.checkpoint_id IS NOT ?4 AND c.thread_id = ?1 AND c.checkpoint_ns = ?2 "
+    "AND c.checkpoint_id < a.checkpoint_id) "
+    "SELECT a.checkpoint_id, a.counted, k.type, k.checkpoint FROM chain a LEFT JOIN checkpoints k "
+    "ON NOT a.counted AND k.thread_id = ?1 AND k.checkpoint_ns = ?2 AND k.checkpoint_id = a.checkpoint_id"
 )
-BLOB_SQL = "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
 PUT_SQL = ("INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
            "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)")
 #: SQLite's default limit on bound parameters is 999 in older builds.
@@ -252,38 +256,40 @@ class AniaSqliteSaver(AsyncSqliteSaver):
     async def _walk(self, thread_id: str, ns: str, target: str, channels: list[str],
                     cached: tuple[str, dict[str, Any]] | None) -> tuple[dict[str, list[str]], dict[str, Any]]:
         """Each channel's ancestors from the target's parent back to its seed (nearest first), and the seeds."""
-        chains: dict[str, list[str]] = {ch: [] for ch in channels}
+        chains: dict[str, list[str]] = {}
         seeds: dict[str, Any] = {}
-        active = set(channels)
-        walked: set[str] = set()
-        async with self.lock, self.conn.cursor() as cur, self.conn.cursor() as blobs:
-            await cur.execute(WALK_SQL, (thread_id, ns, target, thread_id, ns))
-            async for cid, counters_text in cur:
-                if cid == target and not walked:
-                    walked.add(cid)
-                    continue  # the target's own writes and values are not part of its history
-                if cid in walked or not active:
+        known = cached[0] if cached is not None else None
+        for ch in channels:
+            chain: list[str] = []
+            seen = {target}
+            start = target
+            while True:  # one trip, unless an uncounted checkpoint holds no copy (the thread's first steps)
+                async with self.lock:
+                    rows = await self.conn.execute_fetchall(
+                        WALK_SQL, (thread_id, ns, start, known if known != start else None,
+                                   f'$.counters_since_delta_snapshot."{ch}"'))
+                rows = list(rows)[1:]  # the start's own writes and values are not part of its history
+                if any(r[0] in seen for r in rows):  # a loop in the parent links: stop before it
+                    rows = rows[:next(i for i, r in enumerate(rows) if r[0] in seen)]
+                    chain += [r[0] for r in rows]
                     break
-                walked.add(cid)
-                for ch in active:
-                    chains[ch].append(cid)
-                if cached is not None and cid == cached[0]:
-                    for ch in [ch for ch in active if ch in cached[1]]:
-                        seeds[ch] = cached[1][ch]
-                        active.discard(ch)
-                    if not active:
-                        break
-                counters = json.loads(counters_text) if counters_text else {}
-                maybe = [ch for ch in active if ch not in counters]
-                if not maybe:
-                    continue  # counted since a copy: no copy stored here
-                await blobs.execute(BLOB_SQL, (thread_id, ns, cid))
-                row = await blobs.fetchone()
-                stored = self.serde.loads_typed((row[0], row[1])) if row else {}
+                chain += [r[0] for r in rows]
+                seen.update(r[0] for r in rows)
+                if not rows:
+                    break
+                cid, counted, type_, blob = rows[-1]
+                if cached is not None and cid == known and ch in cached[1]:
+                    seeds[ch] = cached[1][ch]
+                    break
+                if counted:
+                    break  # the first checkpoint of the thread
+                stored = self.serde.loads_typed((type_, blob)) if blob is not None else {}
                 found = stored.get("channel_values") or {}
-                for ch in [ch for ch in maybe if ch in found]:
+                if ch in found:
                     seeds[ch] = found[ch]
-                    active.discard(ch)
+                    break
+                start = cid  # no copy here after all: walk on from its parent
+            chains[ch] = chain
         return chains, seeds
 
     async def _writes(self, thread_id: str, ns: str, channel: str, chain: list[str]) -> list[PendingWrite]:
@@ -292,16 +298,15 @@ class AniaSqliteSaver(AsyncSqliteSaver):
             return []
         task_path = "task_path" if self._has_task_path else "''"
         rows: list[tuple[Any, ...]] = []
-        async with self.lock, self.conn.cursor() as cur:
-            for i in range(0, len(chain), CHUNK):
-                part = chain[i:i + CHUNK]
-                await cur.execute(
+        for i in range(0, len(chain), CHUNK):  # one trip to the connection's thread per chunk
+            part = chain[i:i + CHUNK]
+            async with self.lock:
+                rows.extend(tuple(r) for r in await self.conn.execute_fetchall(
                     f"SELECT checkpoint_id, task_id, idx, type, value, {task_path} FROM writes "
                     f"WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? "
                     f"AND checkpoint_id IN ({','.join('?' * len(part))})",
                     (thread_id, ns, channel, *part),
-                )
-                rows.extend(tuple(r) for r in await cur.fetchall())
+                ))
         order = {cid: i for i, cid in enumerate(reversed(chain))}  # oldest first
         rows.sort(key=lambda r: (order[r[0]], writes_sort_key(r[5], r[1], r[2])))
         start = 0

@@ -25,6 +25,7 @@ from ania.fakes.openai_server import Calls, Reply
 from checkpoints.factory import CHECKPOINT_FILE, REDUCERS, thread_config
 from checkpoints.fold import fold_messages
 from checkpoints.saver import AniaSqliteSaver
+from checkpoints.serde import MessageSerializer
 from graphs.agent import build_agent_graph
 from nodes.compact import SUMMARIZE_PROMPT
 from tests.conftest import make_settings
@@ -200,7 +201,7 @@ async def test_every_checkpoint_equals_the_true_history(scripted_llm, make_chat,
     async with aiosqlite.connect(str(db_path)) as conn:
         stock = AsyncSqliteSaver(conn)
         truth = await _histories(build_agent_graph(lambda: 10**6, checkpointer=stock), ids)
-        cold_saver = AniaSqliteSaver(conn, reducers=REDUCERS)
+        cold_saver = AniaSqliteSaver(conn, reducers=REDUCERS, serde=MessageSerializer())  # as in production
         cold = await _histories(build_agent_graph(lambda: 10**6, checkpointer=cold_saver), list(reversed(ids)))
         warm_saver = AniaSqliteSaver(conn, reducers=REDUCERS)
         warm = await _histories(build_agent_graph(lambda: 10**6, checkpointer=warm_saver), ids)
