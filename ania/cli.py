@@ -171,8 +171,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _chat(args: argparse.Namespace) -> int:
     """Settings first (one line and exit 2 when wrong), then the heavy imports and the engine."""
-    import asyncio
-
     from services.config import Paths, load_settings, require_llm
 
     paths = Paths.from_env(check=True)
@@ -190,7 +188,9 @@ def _chat(args: argparse.Namespace) -> int:
         from services.processes import protect_process
 
         protect_process()
-        return asyncio.run(_chat_engine(args, paths, settings, demo=server is not None))
+        from ania.loop import run
+
+        return run(_chat_engine(args, paths, settings, demo=server is not None))
     finally:
         if server is not None:
             server.stop()

@@ -231,7 +231,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         serve_model(args.serve_model, args.model_delay)
         return
     if args.serve_worker:
-        asyncio.run(serve_worker(args.serve_worker, args.root, args.base_url))
+        from ania.loop import run as run_bot  # the loop `ania chat` runs on
+
+        run_bot(serve_worker(args.serve_worker, args.root, args.base_url))
         return
     if args.quick:
         args.sessions, args.turns, args.concurrency = 40, 1, 20
