@@ -77,6 +77,22 @@ MIGRATIONS: list[tuple[str, Migration]] = [
 ]
 
 
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock across processes (flock), released when the block ends or the process dies."""
+    try:
+        import fcntl
+    except ImportError:  # no flock on this platform: one process per data directory, as the README says
+        yield
+        return
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class AppStore:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,6 +100,7 @@ class AppStore:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA busy_timeout=5000")
         conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a commit survives a crash of the bot without an fsync
+        self.path = path
         self.db = sqlite_utils.Database(conn)
         self._lock = threading.Lock()
         #: Sessions this process knows to have no started calls stored (so forgetting them writes nothing).
@@ -91,7 +108,9 @@ class AppStore:
         self.migrate()
 
     def migrate(self) -> None:
-        with self._lock:
+        """Apply the missing migrations. Another process starting on the same data directory (a second
+        bot, a worker, `ania sessions`) waits on a lock file meanwhile, then sees them applied."""
+        with self._lock, _file_lock(self.path.with_name(self.path.name + ".migrate.lock")):
             known = "_migrations" in self.db.table_names()
             done = {r["name"] for r in self.db.table("_migrations").rows} if known else set()
             for name, fn in MIGRATIONS:
