@@ -10,8 +10,9 @@ history stays within 10% of the size; then a fresh one is built. Ours and the pe
 (machine load hits both alike), each on its own scripted server. Each figure is the median with its
 min-max over the runs, all in this one process; the runs per figure are printed.
 
-Second table: what Ania's lean client saves, the same `create_agent` with LangChain's stock `ChatOpenAI`
-against it with the lean one (a client improvement any LangChain agent could use; not counted above).
+Second table: what Ania's lean client saves (its smaller request payload and its HTTP pool on aiohttp,
+services/llm/), the same `create_agent` with LangChain's stock `ChatOpenAI` against it with the lean
+one (a client improvement any LangChain agent could use; not counted above).
 Prefix stability: each side's consecutive requests share the previous messages byte for byte.
 """
 
@@ -153,7 +154,7 @@ def report(main: list[Side], clients: list[Side], stable: dict[str, tuple[int, i
         crow = [[key[0], key[1], spread(stock.overheads[key]), spread(lean.overheads[key]),
                  median(lean.overheads[key]) / median(stock.overheads[key])] for key in stock.overheads]
         out += ["", "The lean model client on its own: create_agent with LangChain's stock ChatOpenAI vs with "
-                    "Ania's lean client (same graph), ms",
+                    "Ania's lean client (its payload and its aiohttp pool; same graph), ms",
                 table(["history msgs", "tool calls", "stock client", "lean client", "lean/stock"], crow)]
     return "\n".join(out)
 

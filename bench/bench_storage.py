@@ -20,7 +20,8 @@ import gc
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -43,8 +44,8 @@ from checkpoints.sessions import list_sessions
 from graphs.agent import build_agent_graph
 
 MARKS = (50, 100, 200, 500, 1000)
-#: Cold reads per figure (the median is shown).
-READS = 7
+#: Cold reads per figure and side (the median is shown).
+READS = 15
 TEXT = ("A long and realistic chat line, about the weather, the trains, the meeting at ten and who brings "
         "the slides; nothing special, just the kind of thing people say in a group all day long. ") * 2
 TEXT = TEXT[:280]
@@ -54,16 +55,6 @@ class StockState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-async def _median_ms(fn: Any, n: int = 0) -> float:
-    times = []
-    for _ in range(n or READS):
-        gc.collect()
-        t0 = time.perf_counter()
-        await fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1000
-
-
 async def _file_bytes(saver: Any, path: Path) -> int:
     async with saver.lock:
         await saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -71,41 +62,49 @@ async def _file_bytes(saver: Any, path: Path) -> int:
 
 
 async def _loads(db: Path, messages: list[AnyMessage], tmp: Path) -> list[float]:
-    """`aget_state` cold (a fresh saver each time, as after a restart; its opening is not counted; a full
-    garbage collection before each read, on every side alike), median of `READS` reads each:
-    ours; ours with LangGraph's serializer (the saver's share of the win, apart from the serializer's);
-    LangGraph's own delta loader on our file; the stock saver holding the same messages as one full
-    snapshot, read through `create_agent`'s graph (what the peer reads) and through a one-node graph."""
+    """`aget_state` cold, median of `READS` reads per side, the sides taking turns read by read (machine
+    load hits all alike), a full garbage collection before each read: ours (a fresh saver each time, as
+    after a restart; its opening is not counted); ours with LangGraph's serializer (the saver's share of
+    the win, apart from the serializer's); LangGraph's own delta loader on our file; the stock saver
+    holding the same messages as one full snapshot, read through `create_agent`'s graph (what the peer
+    reads) and through a one-node graph."""
+    async with AsyncExitStack() as stack:
+        async def connect(path: Path, **kw: Any) -> aiosqlite.Connection:
+            return await stack.enter_async_context(aiosqlite.connect(str(path), **kw))
 
-    async def cold(serde: Any) -> float:
-        times = []
-        for _ in range(READS):
-            async with aiosqlite.connect(str(db), isolation_level=None) as conn:
-                saver = AniaSqliteSaver(conn, reducers=REDUCERS, serde=serde)
-                await saver.setup()
-                graph = build_agent_graph(lambda: 10**9, checkpointer=saver)
-                gc.collect()
-                t0 = time.perf_counter()
-                await graph.aget_state(thread_config(SESSION))
-                times.append((time.perf_counter() - t0) * 1000)
-        return statistics.median(times)
+        async def fresh(serde: Any) -> Any:
+            saver = AniaSqliteSaver(await connect(db, isolation_level=None), reducers=REDUCERS, serde=serde)
+            await saver.setup()
+            return build_agent_graph(lambda: 10**9, checkpointer=saver)
 
-    ours, ours_lg = await cold(MessageSerializer()), await cold(JsonPlusSerializer())
-    async with aiosqlite.connect(str(db)) as conn:
-        stock_loader = build_agent_graph(lambda: 10**9, checkpointer=AsyncSqliteSaver(conn))
-        langgraph_ms = await _median_ms(lambda: stock_loader.aget_state(thread_config(SESSION)))
-    async with aiosqlite.connect(str(tmp / f"stock-{len(messages)}.db")) as conn:
-        saver = AsyncSqliteSaver(conn)
+        stock_loader = build_agent_graph(lambda: 10**9, checkpointer=AsyncSqliteSaver(await connect(db)))
+        saver = AsyncSqliteSaver(await connect(tmp / f"stock-{len(messages)}.db"))
         peer = create_agent(GenericFakeChatModel(messages=iter([])), [peer_time_tool()], checkpointer=saver)
         await peer.aupdate_state(thread_config("peer"), {"messages": messages})
-        peer_ms = await _median_ms(lambda: peer.aget_state(thread_config("peer")))
         g = StateGraph(StockState)
         g.add_node("model", lambda s: {})
         g.add_edge(START, "model")
         stock = g.compile(checkpointer=saver)
         await stock.aupdate_state(thread_config("stock"), {"messages": messages})
-        stock_ms = await _median_ms(lambda: stock.aget_state(thread_config("stock")))
-    return [ours, ours_lg, langgraph_ms, peer_ms, stock_ms]
+        sides: list[tuple[Callable[[], Awaitable[Any]], str]] = [
+            (lambda: fresh(MessageSerializer()), SESSION), (lambda: fresh(JsonPlusSerializer()), SESSION),
+            (_const(stock_loader), SESSION), (_const(peer), "peer"), (_const(stock), "stock")]
+        times: list[list[float]] = [[] for _ in sides]
+        for _ in range(READS):
+            for (graph_for, thread), out in zip(sides, times, strict=True):
+                graph = await graph_for()
+                gc.collect()
+                t0 = time.perf_counter()
+                await graph.aget_state(thread_config(thread))
+                out.append((time.perf_counter() - t0) * 1000)
+    return [statistics.median(t) for t in times]
+
+
+def _const(graph: Any) -> Callable[[], Awaitable[Any]]:
+    async def same() -> Any:
+        return graph
+
+    return same
 
 
 async def run(marks: Sequence[int], sessions: int) -> str:

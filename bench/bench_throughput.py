@@ -7,7 +7,8 @@ engine processes. Sessions are assigned to a worker by a stable hash of their ke
 turns, its checkpoint thread and its per-session state stay in one process; the workers share the data
 directory (`checkpoints.db` and `ania.db` in WAL mode, one writer at a time, with busy timeouts).
 Reported per configuration: latency per turn (p50, p95) against the model time, turns per second, and
-the engines' CPU time per turn.
+the engines' CPU time per turn. Workers run on the bot's event loop (ania/loop.py: uvloop where installed);
+the last row runs the most workers again on asyncio's own loop, to show the loop's share apart.
 
 This is the measured design, not yet the product: what a product version still needs is in `NOTES`.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import resource
@@ -153,7 +155,16 @@ async def drive(workers: list[Worker], sessions: int, turns: int, concurrency: i
     return latencies, time.perf_counter() - t0
 
 
-async def measure(n_workers: int, base_url: str, args: argparse.Namespace) -> list[Any]:
+def _cpu_of(pid: int) -> float:
+    """A process's CPU seconds so far (Linux; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(n_workers: int, loop: str, model_pid: int, base_url: str, args: argparse.Namespace) -> list[Any]:
     with tempfile.TemporaryDirectory(prefix="ania-bench-tp-") as tmp:
         root = Path(tmp)
         (root / "config").mkdir()
@@ -163,7 +174,7 @@ async def measure(n_workers: int, base_url: str, args: argparse.Namespace) -> li
             sock = root / f"w{w}.sock"
             procs.append(await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "bench.bench_throughput", "--serve-worker", str(sock), "--root", str(root),
-                "--base-url", base_url, cwd=os.getcwd()))
+                "--base-url", base_url, cwd=os.getcwd(), env={**os.environ, "ANIA_EVENT_LOOP": loop}))
             workers.append(Worker(sock))
         try:
             for worker in workers:
@@ -172,8 +183,10 @@ async def measure(n_workers: int, base_url: str, args: argparse.Namespace) -> li
                 for t in range(3):
                     await w.call(session=f"f:warm{i}-{t}", text="warm-up")
             cpu0 = sum([(await w.call(cpu=True))["cpu"] for w in workers])
+            model0 = _cpu_of(model_pid)
             latencies, wall = await drive(workers, args.sessions, args.turns, args.concurrency)
             cpu = sum([(await w.call(cpu=True))["cpu"] for w in workers]) - cpu0
+            model_cpu = _cpu_of(model_pid) - model0
         finally:
             for p in procs:
                 with contextlib.suppress(ProcessLookupError):
@@ -184,8 +197,8 @@ async def measure(n_workers: int, base_url: str, args: argparse.Namespace) -> li
     model = 2 * args.model_delay
     qs = statistics.quantiles(latencies, n=20)
     p50, p95 = statistics.median(latencies), qs[18]
-    return [n_workers, n, f"{p50 * 1000:.0f} ms ({p50 / model:.2f}x)", f"{p95 * 1000:.0f} ms ({p95 / model:.2f}x)",
-            f"{n / wall:.1f}", f"{cpu / n * 1000:.1f} ms"]
+    return [n_workers, loop, n, f"{p50 * 1000:.0f} ms ({p50 / model:.2f}x)", f"{p95 * 1000:.0f} ms ({p95 / model:.2f}x)",
+            f"{n / wall:.1f}", f"{cpu / n * 1000:.1f} ms", f"{model_cpu / n * 1000:.1f} ms"]
 
 
 async def run(args: argparse.Namespace) -> str:
@@ -200,7 +213,10 @@ async def run(args: argparse.Namespace) -> str:
                     break
                 await asyncio.sleep(0.1)
             base_url = f"http://127.0.0.1:{port_file.read_text()}/v1"
-            rows = [await measure(w, base_url, args) for w in args.workers]
+            default = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"  # what ania/loop.py picks
+            rows = [await measure(w, default, model.pid, base_url, args) for w in args.workers]
+            if args.compare_loop:  # the event loop's share: the most workers again on asyncio's own loop
+                rows.append(await measure(max(args.workers), "asyncio", model.pid, base_url, args))
         finally:
             with contextlib.suppress(ProcessLookupError):
                 model.terminate()
@@ -210,7 +226,8 @@ async def run(args: argparse.Namespace) -> str:
     return "\n".join([
         f"{args.sessions} sessions x {args.turns} turns, at most {args.concurrency} turns in flight; a turn is a "
         f"tool call and an answer, {2 * args.model_delay * 1000:.0f} ms of model time (model in its own process)",
-        table(["workers", "turns", "p50 latency (x model)", "p95 latency (x model)", "turns/s", "engine CPU/turn"],
+        table(["workers", "event loop", "turns", "p50 latency (x model)", "p95 latency (x model)", "turns/s", "engine CPU/turn",
+               "model server CPU/turn"],
               rows), "", NOTES])
 
 
@@ -221,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--concurrency", type=int, default=50)
     p.add_argument("--model-delay", type=float, default=0.2, help="seconds per model request (default 0.2)")
     p.add_argument("--workers", default="1,2", help="worker counts to compare (default 1,2)")
+    p.add_argument("--no-compare-loop", dest="compare_loop", action="store_false",
+                   help="skip the run on asyncio's own event loop (the bot runs on uvloop where installed)")
     p.add_argument("--quick", action="store_true", help="40 sessions, 1 turn each, concurrency 20")
     p.add_argument("--serve-model", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--serve-worker", type=Path, help=argparse.SUPPRESS)
