@@ -18,6 +18,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from checkpoints.fold import fold_messages
 from checkpoints.saver import AniaSqliteSaver
 from checkpoints.serde import MessageSerializer
+from services.files import file_lock
 
 CHECKPOINT_FILE = "checkpoints.db"
 #: The delta channels of the agent state (nodes/state.py) and their reducers, which the SQLite saver folds.
@@ -39,8 +40,11 @@ async def open_checkpointer(data_dir: Path, url: str | None = None) -> AsyncIter
     # Autocommit: each put is one statement and its own transaction (checkpoints/saver.py).
     async with aiosqlite.connect(str(data_dir / CHECKPOINT_FILE), isolation_level=None) as conn:
         saver = AniaSqliteSaver(conn, reducers=REDUCERS, serde=MessageSerializer())
-        await saver.setup()
-        await tune_sqlite(saver)
+        # Processes opening a new file together (bench workers, `ania sessions` as the bot starts) take
+        # turns: switching it to WAL can fail at once with "database is locked" instead of waiting.
+        with file_lock(data_dir / (CHECKPOINT_FILE + ".setup.lock")):
+            await saver.setup()
+            await tune_sqlite(saver)
         yield saver
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import sqlite_utils
 
+from services.files import file_lock
+
 Migration = Callable[[sqlite_utils.Database], None]
 
 
@@ -77,40 +79,27 @@ MIGRATIONS: list[tuple[str, Migration]] = [
 ]
 
 
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock across processes (flock), released when the block ends or the process dies."""
-    try:
-        import fcntl
-    except ImportError:  # no flock on this platform: one process per data directory, as the README says
-        yield
-        return
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 class AppStore:
     def __init__(self, path: Path) -> None:
+        """Opens (and migrates) the store. Another process opening the same file at the same moment (a
+        second bot, a worker, `ania sessions`) waits on a lock file meanwhile: switching a new file to WAL
+        and creating its tables must happen once, not race."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA busy_timeout=5000")
-        conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a commit survives a crash of the bot without an fsync
         self.path = path
-        self.db = sqlite_utils.Database(conn)
         self._lock = threading.Lock()
         #: Sessions this process knows to have no started calls stored (so forgetting them writes nothing).
         self._no_started: set[str] = set()
-        self.migrate()
+        with file_lock(path.with_name(path.name + ".migrate.lock")):
+            conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a commit survives a crash of the bot without an fsync
+            self.db = sqlite_utils.Database(conn)
+            self._migrate()
 
-    def migrate(self) -> None:
-        """Apply the missing migrations. Another process starting on the same data directory (a second
-        bot, a worker, `ania sessions`) waits on a lock file meanwhile, then sees them applied."""
-        with self._lock, _file_lock(self.path.with_name(self.path.name + ".migrate.lock")):
+    def _migrate(self) -> None:
+        """Apply the missing migrations (under the lock file: see __init__)."""
+        with self._lock:
             known = "_migrations" in self.db.table_names()
             done = {r["name"] for r in self.db.table("_migrations").rows} if known else set()
             for name, fn in MIGRATIONS:
