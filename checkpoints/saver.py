@@ -53,26 +53,31 @@ Reducer = Callable[[Any, Sequence[Any]], Any]
 #: A channel's history, one trip: the ancestors of a checkpoint, nearest first, while the channel has an
 #: update count in their metadata (LangGraph counts the updates since its last copy, so a counted step
 #: holds no copy). The walk stops after the first uncounted one (where a copy can be: its blob comes with
-#: it) or after the checkpoint whose value is already known (parameter 4). CROSS JOIN keeps each step on
-#: the primary key, as LangGraph's own walk does. Ids grow with time, so a parent's is smaller: a damaged
-#: link cannot make the walk loop.
+#: it) or after the checkpoint whose value is already known (parameter 4); the channel's writes on the
+#: walk (parameter 6) come in the same answer (kind 1). CROSS JOIN keeps each step on the primary key, as
+#: LangGraph's own walk does. Ids grow with time, so a parent's is smaller: a damaged link cannot make
+#: the walk loop. `{task_path}` is the writes' task_path column (older files lack it).
 WALK_SQL = (
-    "WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, counted) AS ("
-    "SELECT checkpoint_id, parent_checkpoint_id, 1 "
+    "WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, counted, depth) AS ("
+    "SELECT checkpoint_id, parent_checkpoint_id, 1, 0 "
     "FROM checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3 "
     "UNION ALL "
     "SELECT c.checkpoint_id, c.parent_checkpoint_id, "
-    "json_extract(CAST(c.metadata AS TEXT), ?5) IS NOT NULL "
+    "json_extract(CAST(c.metadata AS TEXT), ?5) IS NOT NULL, a.depth + 1 "
     "FROM chain a CROSS JOIN checkpoints c ON c.checkpoint_id = a.parent_checkpoint_id "
     "WHERE a.counted AND a.checkpoint_id IS NOT ?4 AND c.thread_id = ?1 AND c.checkpoint_ns = ?2 "
     "AND c.checkpoint_id < a.checkpoint_id) "
-    "SELECT a.checkpoint_id, a.counted, k.type, k.checkpoint FROM chain a LEFT JOIN checkpoints k "
-    "ON NOT a.counted AND k.thread_id = ?1 AND k.checkpoint_ns = ?2 AND k.checkpoint_id = a.checkpoint_id"
+    "SELECT 0, a.depth, a.checkpoint_id, a.counted, k.type, k.checkpoint, NULL, NULL FROM chain a "
+    "LEFT JOIN checkpoints k "
+    "ON NOT a.counted AND k.thread_id = ?1 AND k.checkpoint_ns = ?2 AND k.checkpoint_id = a.checkpoint_id "
+    "UNION ALL "
+    "SELECT 1, a.depth, w.checkpoint_id, w.task_id, w.idx, w.type, w.value, {task_path} FROM chain a "
+    "CROSS JOIN writes w ON w.thread_id = ?1 AND w.checkpoint_ns = ?2 AND w.checkpoint_id = a.checkpoint_id "
+    "AND w.channel = ?6 WHERE a.depth > 0 "
+    "ORDER BY 1, 2"
 )
 PUT_SQL = ("INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
            "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)")
-#: SQLite's default limit on bound parameters is 999 in older builds.
-CHUNK = 500
 _REMOVE_ALL_BYTES = REMOVE_ALL_MESSAGES.encode()
 #: Checkpoints a thread's memo follows before a load; more (a run that never reloads) and it is dropped.
 MAX_LINKS = 512
@@ -222,13 +227,10 @@ class AniaSqliteSaver(AsyncSqliteSaver):
         if values is None:
             self.loads["file"] += 1
             cached = (memo.checkpoint_id, memo.values) if memo is not None else None
-            chains, seeds = await self._walk(thread_id, ns, target, channels, cached)
-            values = {}
-            for ch in channels:
-                writes = await self._writes(thread_id, ns, ch, chains[ch])
-                values[ch] = self._fold(ch, seeds.get(ch), writes)
+            writes, seeds, walked = await self._walk(thread_id, ns, target, channels, cached)
+            values = {ch: self._fold(ch, seeds.get(ch), writes[ch]) for ch in channels}
             if memo is not None:
-                memo.forget([c for chain in chains.values() for c in chain])
+                memo.forget(walked)
         else:
             self.loads["memory"] += 1
         new = memo if memo is not None else ThreadMemo(target, values)
@@ -254,59 +256,53 @@ class AniaSqliteSaver(AsyncSqliteSaver):
         return values
 
     async def _walk(self, thread_id: str, ns: str, target: str, channels: list[str],
-                    cached: tuple[str, dict[str, Any]] | None) -> tuple[dict[str, list[str]], dict[str, Any]]:
-        """Each channel's ancestors from the target's parent back to its seed (nearest first), and the seeds."""
-        chains: dict[str, list[str]] = {}
+                    cached: tuple[str, dict[str, Any]] | None
+                    ) -> tuple[dict[str, list[PendingWrite]], dict[str, Any], list[str]]:
+        """Each channel's writes from its seed to the target's parent (oldest first), the seeds, and the
+        checkpoints walked."""
+        writes: dict[str, list[PendingWrite]] = {}
+        walked: list[str] = []
         seeds: dict[str, Any] = {}
         known = cached[0] if cached is not None else None
+        sql = WALK_SQL.format(task_path="w.task_path" if self._has_task_path else "''")
         for ch in channels:
             chain: list[str] = []
+            rows: list[tuple[Any, ...]] = []  # (checkpoint id, task id, idx, type, value, task path)
             seen = {target}
             start = target
             while True:  # one trip, unless an uncounted checkpoint holds no copy (the thread's first steps)
                 async with self.lock:
-                    rows = await self.conn.execute_fetchall(
-                        WALK_SQL, (thread_id, ns, start, known if known != start else None,
-                                   f'$.counters_since_delta_snapshot."{ch}"'))
-                rows = list(rows)[1:]  # the start's own writes and values are not part of its history
-                if any(r[0] in seen for r in rows):  # a loop in the parent links: stop before it
-                    rows = rows[:next(i for i, r in enumerate(rows) if r[0] in seen)]
-                    chain += [r[0] for r in rows]
+                    found = await self.conn.execute_fetchall(
+                        sql, (thread_id, ns, start, known if known != start else None,
+                              f'$.counters_since_delta_snapshot."{ch}"', ch))
+                steps = [r[2:6] for r in found if r[0] == 0][1:]  # the start's own writes and values: not history
+                cut = next((i for i, r in enumerate(steps) if r[0] in seen), None)
+                if cut is not None:  # a loop in the parent links: stop before it
+                    steps = steps[:cut]
+                on_walk = {r[0] for r in steps}
+                chain += [r[0] for r in steps]
+                seen.update(on_walk)
+                rows += [r[2:] for r in found if r[0] == 1 and r[2] in on_walk]
+                if cut is not None or not steps:
                     break
-                chain += [r[0] for r in rows]
-                seen.update(r[0] for r in rows)
-                if not rows:
-                    break
-                cid, counted, type_, blob = rows[-1]
+                cid, counted, type_, blob = steps[-1]
                 if cached is not None and cid == known and ch in cached[1]:
                     seeds[ch] = cached[1][ch]
                     break
                 if counted:
                     break  # the first checkpoint of the thread
                 stored = self.serde.loads_typed((type_, blob)) if blob is not None else {}
-                found = stored.get("channel_values") or {}
-                if ch in found:
-                    seeds[ch] = found[ch]
+                values = stored.get("channel_values") or {}
+                if ch in values:
+                    seeds[ch] = values[ch]
                     break
                 start = cid  # no copy here after all: walk on from its parent
-            chains[ch] = chain
-        return chains, seeds
+            writes[ch] = self._decode_writes(ch, chain, rows)
+            walked += chain
+        return writes, seeds, walked
 
-    async def _writes(self, thread_id: str, ns: str, channel: str, chain: list[str]) -> list[PendingWrite]:
-        """The channel's writes along `chain`, oldest first, from the newest REMOVE_ALL on."""
-        if not chain:
-            return []
-        task_path = "task_path" if self._has_task_path else "''"
-        rows: list[tuple[Any, ...]] = []
-        for i in range(0, len(chain), CHUNK):  # one trip to the connection's thread per chunk
-            part = chain[i:i + CHUNK]
-            async with self.lock:
-                rows.extend(tuple(r) for r in await self.conn.execute_fetchall(
-                    f"SELECT checkpoint_id, task_id, idx, type, value, {task_path} FROM writes "
-                    f"WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? "
-                    f"AND checkpoint_id IN ({','.join('?' * len(part))})",
-                    (thread_id, ns, channel, *part),
-                ))
+    def _decode_writes(self, channel: str, chain: list[str], rows: list[tuple[Any, ...]]) -> list[PendingWrite]:
+        """The channel's writes along `chain` (nearest first), oldest first, from the newest REMOVE_ALL on."""
         order = {cid: i for i, cid in enumerate(reversed(chain))}  # oldest first
         rows.sort(key=lambda r: (order[r[0]], writes_sort_key(r[5], r[1], r[2])))
         start = 0
