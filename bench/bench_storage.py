@@ -44,8 +44,8 @@ from checkpoints.sessions import list_sessions
 from graphs.agent import build_agent_graph
 
 MARKS = (50, 100, 200, 500, 1000)
-#: Cold reads per figure and side (the median is shown).
-READS = 15
+#: Cold reads per figure and side (the median is shown; this machine's run-to-run noise is about 15%).
+READS = 25
 TEXT = ("A long and realistic chat line, about the weather, the trains, the meeting at ten and who brings "
         "the slides; nothing special, just the kind of thing people say in a group all day long. ") * 2
 TEXT = TEXT[:280]

@@ -73,8 +73,7 @@ WALK_SQL = (
     "UNION ALL "
     "SELECT 1, a.depth, w.checkpoint_id, w.task_id, w.idx, w.type, w.value, {task_path} FROM chain a "
     "CROSS JOIN writes w ON w.thread_id = ?1 AND w.checkpoint_ns = ?2 AND w.checkpoint_id = a.checkpoint_id "
-    "AND w.channel = ?6 WHERE a.depth > 0 "
-    "ORDER BY 1, 2"
+    "AND w.channel = ?6 WHERE a.depth > 0"
 )
 PUT_SQL = ("INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
            "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)")
@@ -275,7 +274,8 @@ class AniaSqliteSaver(AsyncSqliteSaver):
                     found = await self.conn.execute_fetchall(
                         sql, (thread_id, ns, start, known if known != start else None,
                               f'$.counters_since_delta_snapshot."{ch}"', ch))
-                steps = [r[2:6] for r in found if r[0] == 0][1:]  # the start's own writes and values: not history
+                walk = sorted((r for r in found if r[0] == 0), key=lambda r: r[1])  # nearest first
+                steps = [r[2:6] for r in walk][1:]  # the start's own writes and values are not history
                 cut = next((i for i, r in enumerate(steps) if r[0] in seen), None)
                 if cut is not None:  # a loop in the parent links: stop before it
                     steps = steps[:cut]
