@@ -1,9 +1,10 @@
 """The event loop the bot runs on: uvloop where it is installed (Linux and macOS), else asyncio's own.
 
 Why: a turn is mostly library code waiting on sockets and SQLite threads (the model's HTTP pool, the
-platform's WebSocket, aiosqlite); uvloop's loop costs less CPU per wake-up. Measured with
-`python -m bench.bench_throughput` (200 turns, 50 in flight): 7-15% less engine CPU per turn. Tests run
-on asyncio's loop (pytest-asyncio), and `ANIA_EVENT_LOOP=asyncio` keeps the bot there too.
+platform's WebSocket, aiosqlite); uvloop's loop costs less CPU per wake-up: 7-15% less engine CPU per
+turn over 200 in-process turns at 50 in flight. In `python -m bench.bench_throughput` (which prints both
+loops) the difference is within that bench's run-to-run noise. Tests run on asyncio's loop
+(pytest-asyncio), and `ANIA_EVENT_LOOP=asyncio` keeps the bot there too.
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import json
 import os
 import resource
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI, Step
+from ania.loop import loop_factory
 
 NOTES = """\
 What a product version needs beyond this bench: approval replies that arrive in another session (an admin's
@@ -213,7 +213,7 @@ async def run(args: argparse.Namespace) -> str:
                     break
                 await asyncio.sleep(0.1)
             base_url = f"http://127.0.0.1:{port_file.read_text()}/v1"
-            default = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"  # what ania/loop.py picks
+            default = "uvloop" if loop_factory() is not None else "asyncio"  # what the bot runs on
             rows = [await measure(w, default, model.pid, base_url, args) for w in args.workers]
             if args.compare_loop:  # the event loop's share: the most workers again on asyncio's own loop
                 rows.append(await measure(max(args.workers), "asyncio", model.pid, base_url, args))

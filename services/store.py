@@ -85,7 +85,6 @@ class AppStore:
         second bot, a worker, `ania sessions`) waits on a lock file meanwhile: switching a new file to WAL
         and creating its tables must happen once, not race."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
         self._lock = threading.Lock()
         #: Sessions this process knows to have no started calls stored (so forgetting them writes nothing).
         self._no_started: set[str] = set()
