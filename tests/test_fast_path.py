@@ -71,7 +71,7 @@ async def _events(chat, session: str, script: list, monkeypatch, gate_graph: boo
             stream_mode=["updates", "values"], durability="sync"):
         events.append((mode, _dump(chunk)))
     state = await engine.graph.aget_state(thread_config(session))
-    return [_branches_sorted(events), _dump(state.values), tool_results(chat.scripted)]
+    return [_branches_sorted(events), _dump(state.values), _dump(tool_results(chat.scripted))]
 
 
 def _branches_sorted(events: list[Any]) -> list[Any]:
