@@ -198,12 +198,14 @@ def _chat(args: argparse.Namespace) -> int:
 
 async def _chat_engine(args: argparse.Namespace, paths: Paths, settings: Settings, *, demo: bool) -> int:
     from ania.engine import Engine
+    from ania.loop import settle_heap
 
     local_admins: tuple[str, ...] = ()
     user: str = getattr(args, "user", None) or LOCAL_USER
     if args.cmd != "serve" and getattr(args, "user", None) is None:  # the person at the terminal runs the bot
         local_admins = (LOCAL_USER,)  # ... and is an admin
     engine = await Engine.start(paths.config_dir, paths.data_dir, settings=settings, local_admins=local_admins)
+    settle_heap()
     try:
         if args.cmd == "serve":
             from ania.platforms.onebot import run_serve

@@ -67,12 +67,14 @@ def serve_model(port_file: Path, delay: float) -> None:
 async def serve_worker(sock: Path, root: Path, base_url: str) -> None:
     """One engine on the shared data directory, answering turns on a Unix socket (JSON lines)."""
     from ania.engine import Engine
+    from ania.loop import settle_heap
     from ania.platforms.bridge import ChatBridge
     from services.config import Settings
 
     settings = Settings(llm={"base_url": base_url, "model": "scripted-model", "api_key": "k", "timeout_sec": 60,
                              "max_retries": 0}, bot={"admins": ["bench"], "msg_event_timeout_sec": 120})
     engine = await Engine.start(root / "config", root / "data", settings=settings)
+    settle_heap()  # as `ania chat` and `ania serve` do
 
     async def drop(text: str) -> None:
         return None
