@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # and Python then never raises KeyboardInterrupt: `kill -INT` and Ctrl-C must still stop us cleanly.
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
-    from services.errors import ConfigError
+    from services.errors import RunError
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="ania: %(levelname)s %(name)s: %(message)s")
@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return asyncio.run(kb_cli.run(args))
         return _chat(args)
-    except ConfigError as e:
+    except RunError as e:  # a bad setting or file (ConfigError), another bot on the data directory
         print(f"ania: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -9,6 +9,8 @@ import logging
 import os
 import re
 import signal
+import socket
+import sqlite3
 import sys
 import time
 from datetime import UTC, datetime
@@ -99,6 +101,42 @@ async def test_a_person_sees_the_reminder_lists_and_deletes_and_finds_the_task_a
     await again.until(lambda lines: 'Deleted task 2 "stand".' in lines)
     await again.say("/clock list")
     await again.until(lambda lines: "No scheduled tasks in this chat." in lines)
+    assert await again.close() == 0
+
+
+async def test_a_second_bot_on_the_same_data_directory_is_refused_and_the_first_goes_on(scripted_llm, tmp_path):
+    """Two processes on one data directory would both fire every task, and the second would mark the
+    first one's runs `interrupted`: the second is refused with one line, before it touches a row."""
+    env = env_for(scripted_llm, tmp_path, ANIA_CLOCK__MIN_INTERVAL_SEC="1")
+    scripted_llm.respond_with(Router()
+        .on("every two seconds please", Calls([("clock_create", {"schedule": "@every 2s", "prompt": "PROMPT-W"})]),
+            Reply("Done."))
+        .on("PROMPT-W", Stall(10, Reply("tick"))))
+    first = await Terminal.start(env)
+    await first.say("every two seconds please")
+    await wait_for(lambda: requests_of(scripted_llm, "PROMPT-W"), 30)  # a run is in progress
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        listen = f"127.0.0.1:{probe.getsockname()[1]}"
+    for cmd in ("chat", "serve"):
+        second = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "ania.cli", cmd, env={**env, "ANIA_ONEBOT__LISTEN": listen}, cwd=ROOT,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(second.communicate(), 60)
+        assert second.returncode == 2, (cmd, out, err)
+        assert err.decode().strip().splitlines()[-1] == (
+            f"ania: another Ania bot (process {first.proc.pid}) is running on the data directory "
+            f"{tmp_path / 'data'} and fires its scheduled tasks; stop it first, or give this bot its own "
+            "ANIA_DATA_DIR"), (cmd, err)
+        assert b"Traceback" not in err
+    with sqlite3.connect(tmp_path / "data" / "ania.db") as db:
+        statuses = [row[0] for row in db.execute("SELECT status FROM clock_runs")]
+    assert "interrupted" not in statuses and "running" in statuses  # the first bot's run is left alone
+    await first.until(lambda lines: "tick" in lines)  # ... and it goes on firing
+    assert await first.close() == 0
+    again = await Terminal.start(env)  # once the first has stopped, a bot starts there again
+    await again.until(lambda lines: lines.count("tick") >= 1)
     assert await again.close() == 0
 
 

@@ -221,11 +221,15 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
             else:
                 sys.stderr.write(line + "\n")
 
+    detach = engine.services.outboxes.attach("terminal", outbox)
+    try:  # scheduled tasks fire while the chat waits for input; replies print here
+        await engine.services.clock.start()  # refused when another bot runs on the data directory
+    except BaseException:
+        detach()
+        raise
     if status is not None:
         _steps_var.set(StepWatcher(status, emit_note))
         unfilter = _clear_before_logs(status)
-    detach = engine.services.outboxes.attach("terminal", outbox)
-    await engine.services.clock.start()  # scheduled tasks fire while the chat waits for input; replies print here
     bridge = ChatBridge(send, engine.services.paths.data_dir / "outbox" / session_key)
     entry = MessageEntry(engine, lambda _key: bridge)
     lines = StdinLines(stdin_fd)

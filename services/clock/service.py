@@ -7,9 +7,12 @@ under the task's time budget, writes the outcome, deletes a run-once task, and t
 run timed out or failed. A fire that comes later than `clock.misfire_grace_sec`, or while the task's
 previous run is still going, is logged as `missed`. The service never raises into the scheduler.
 
-`start` (only a process that serves chats calls it: `ania chat`, tests) marks rows left `running` as
-`interrupted`, settles fire times that passed while the bot was down (services/clock/misfire.py),
-and registers every task again. A row that cannot be read as a task is reported, not loaded.
+`start` (only a process that serves chats calls it: `ania chat`, `ania serve`, tests) first takes the
+data directory's `clock.lock` (services/files.py `OwnerLock`): a second bot on the same data directory
+is refused with a clear error instead of firing every task a second time and marking the first one's
+runs `interrupted`. Then it marks rows left `running` as `interrupted`, settles fire times that passed
+while the bot was down (services/clock/misfire.py), and registers every task again. A row that cannot be
+read as a task is reported, not loaded. `stop` frees the lock.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -33,7 +37,8 @@ from services.clock.store import ClockStore
 from services.clock.texts import FAILED, INTERRUPTED, TIMED_OUT, TaskView, missed_notice, next_words
 from services.clock.zones import local_zone
 from services.config import Settings
-from services.errors import ToolError
+from services.errors import RunError, ToolError
+from services.files import OwnerLock
 from services.outboxes import Outboxes
 from services.store import AppStore
 from services.subagents import Subagents
@@ -47,6 +52,8 @@ OVERLAP = "its previous run {run} was still going"
 RAISED = "an error on the bot's side ({name}); it is in the log"
 STOPPED = "the bot stopped during the run"
 CRASHED = "the bot stopped or crashed during the run"
+ELSEWHERE = ("another Ania bot (process {pid}) is running on the data directory {dir} and fires its scheduled "
+             "tasks; stop it first, or give this bot its own ANIA_DATA_DIR")
 
 
 @dataclass
@@ -56,8 +63,10 @@ class LiveRun:
 
 
 class ClockService:
-    def __init__(self, store: AppStore, settings: Settings, outboxes: Outboxes, subagents: Subagents) -> None:
+    def __init__(self, store: AppStore, settings: Settings, outboxes: Outboxes, subagents: Subagents,
+                 lock_path: Path | None = None) -> None:
         self.settings = settings.clock
+        self._owner = OwnerLock(lock_path) if lock_path is not None else None
         self.tz = local_zone(self.settings.timezone)
         self.db = ClockStore(store)
         self._outboxes = outboxes
@@ -134,6 +143,8 @@ class ClockService:
         """Mark crashed runs, settle overdue fire times, register every task, start firing."""
         if self._scheduler is not None:
             return
+        if self._owner is not None and (holder := self._owner.acquire()) is not None:
+            raise RunError(ELSEWHERE.format(pid=holder, dir=self._owner.path.parent))
         scheduler = Scheduler(self.tz, self._due)
         for run in self.db.interrupt_all(CRASHED):
             log.warning("clock run %s of task %d was interrupted by a stop or crash", run.id, run.task_id)
@@ -183,6 +194,8 @@ class ClockService:
             for run in self.db.runs(task_id=task_id, limit=5):
                 if run.id in live and run.status == "interrupted":
                     await self._tell_interrupted(run)
+        if self._owner is not None:
+            self._owner.release()
 
     def _register(self, task: ClockTask) -> None:
         if self._scheduler is None:
