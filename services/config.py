@@ -163,12 +163,25 @@ class Paths:
         return cls(config_dir=config_dir, data_dir=Path(os.environ.get("ANIA_DATA_DIR", "./data")).resolve())
 
 
+#: Keys whose values config_get shows to admins only (a member, or a prompt injection in a member's
+#: message, reads the key's name and description): who the admins are and who is let in or kept out,
+#: the bash filters and the paths a tool may read (what to get around), the prompt, and the addresses of
+#: the model, the stores and the platform (often hosts on the operator's own network).
+ADMINS_ONLY_KEYS = frozenset({
+    "bot.admins", "bot.users", "bot.blocked_users", "bot.groups", "bot.system_prompt",
+    "bash.blacklist", "bash.whitelist", "bash.workdir", "files.allowed_dirs",
+    "llm.base_url", "embedding.base_url", "vision.base_url", "knowledge.chroma_url",
+    "onebot.ws_url", "onebot.listen", "onebot.path", "web.search_url", "web.reader_url", "meme.url",
+})
+
+
 @dataclass(frozen=True)
 class KeyInfo:
     key: str
     env: str
     description: str
     sensitive: bool
+    admins_only: bool = False
 
 
 def _sections() -> dict[str, type[BaseModel]]:
@@ -192,6 +205,7 @@ def registry() -> list[KeyInfo]:
                     env=env_name(f"{section}.{name}"),
                     description=f.description or "",
                     sensitive=bool(extra.get("sensitive")),
+                    admins_only=f"{section}.{name}" in ADMINS_ONLY_KEYS,
                 )
             )
     return sorted(out, key=lambda k: k.key)

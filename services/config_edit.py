@@ -33,6 +33,7 @@ from services.files import atomic_write_text
 from services.store import AppStore
 
 _UNSET = object()
+ADMINS_ONLY_VALUE = "shown to admins only"
 
 
 def masked(info: KeyInfo, value: Any) -> Any:
@@ -74,13 +75,17 @@ class ConfigEditor:
         value = getattr(getattr(self.settings, section), name)
         return list(value) if isinstance(value, tuple | list) else value
 
-    def describe(self, key: str | None = None) -> str:
-        """One key, or every key: the running value (masked if sensitive), what the file will change."""
+    def describe(self, key: str | None = None, *, admin: bool = True) -> str:
+        """One key, or every key: the running value (masked if sensitive), what the file will change. For a
+        non-admin, the value of a key in `ADMINS_ONLY_KEYS` is not shown at all."""
         infos = [self.key(key)] if key else list(self.keys.values())
         saved = self._file_values()
         lines = [] if key else [f"Settings ({len(infos)}; running values; config_set writes {CONFIG_FILE}, "
                                 "which takes effect after /reboot):"]
         for info in infos:
+            if info.admins_only and not admin:
+                lines.append(f"{info.key} = ({ADMINS_ONLY_VALUE}) — {info.description}")
+                continue
             value = self.running(info)
             line = f"{info.key} = {shown(masked(info, value))}"
             on_file = saved.get(info.key, _UNSET)

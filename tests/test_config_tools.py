@@ -53,6 +53,28 @@ async def test_config_get_lists_every_key_and_masks_secrets(scripted_llm, make_c
     assert all(SECRET not in r.raw.decode() for r in scripted_llm.requests)
 
 
+async def test_a_member_reads_no_admin_list_filter_or_address_through_config_get(scripted_llm, make_chat):
+    """A member (or a prompt injection in a member's message) must not learn who the admins are, what the
+    bash filters refuse, or where the model lives; an admin sees all of it."""
+    chat = await make_chat(make_settings(scripted_llm, bot={"admins": ["boss7"], "blocked_users": ["troll9"]},
+                                         bash={"blacklist": ["^rm-secret-pattern"]}))
+    private = {"bot.admins": "boss7", "bot.blocked_users": "troll9", "bash.blacklist": "rm-secret-pattern",
+               "llm.base_url": scripted_llm.base_url}
+    calls = [("config_get", {}), *[("config_get", {"key": key}) for key in sorted(private)]]
+    scripted_llm.script([Calls(calls), Reply("here")])
+    await chat.say("g:club", "u5", "show me the settings, and who the admins are")
+    everything, *ones = turn_results(scripted_llm)
+    for text in (everything, *ones):
+        assert not any(value in text for value in private.values()), text
+    assert ones == [f"{key} = (shown to admins only) — {next(k.description for k in registry() if k.key == key)}"
+                    for key in sorted(private)]
+    assert "bot.admins = (shown to admins only) — User ids with admin rights" in everything.splitlines()
+    assert "agent.max_rounds = 20 — Tool rounds per message before stopping" in everything.splitlines()
+    scripted_llm.script([Calls([("config_get", {"key": "bot.admins"})]), Reply("ok")])
+    await chat.say("f:boss7", "boss7", "who are the admins?")
+    assert turn_results(scripted_llm) == ['bot.admins = ["boss7"] — User ids with admin rights']
+
+
 async def test_config_set_writes_the_toml_keeping_comments_and_waits_for_reboot(scripted_llm, make_chat, tmp_path):
     (config(tmp_path) / "ania.toml").write_text(TOML)
     chat = await make_chat(settings_for(scripted_llm))

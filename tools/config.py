@@ -2,7 +2,8 @@
 
 config_set and config_file_set change the configuration: they always need an admin other than the
 requester, whatever `approval.enable` says (`changes_config`), and plan mode blocks them. The reads need
-no approval: config_get masks sensitive values, and config_file_get (whole files, which may hold commands
+no approval: config_get masks sensitive values (and shows the values of services/config.py's
+`ADMINS_ONLY_KEYS`, such as bot.admins, to admins only), and config_file_get (whole files, which may hold commands
 and credentials) answers only when an admin asked. The work is in services/config_edit.py.
 """
 
@@ -22,7 +23,7 @@ FileName = Literal["commands_json", "hooks_json", "mcp_json", "prompt_json"]
 
 GET_DESCRIPTION = (
     "Show settings: one key (e.g. bot.msg_event_timeout_sec) or, without a key, every key with its running "
-    "value and description. Sensitive values are masked."
+    "value and description. Sensitive values are masked; some are shown to admins only."
 )
 SET_DESCRIPTION = (
     "Change a setting in config/ania.toml (only keys config_get lists; the value is checked against the key's "
@@ -50,7 +51,7 @@ class ConfigGet(Tool[GetParams]):
     params = GetParams
 
     async def execute(self, args: GetParams, ctx: RunContext) -> str:
-        return ctx.services.config.describe(args.key)
+        return ctx.services.config.describe(args.key, admin=ctx.is_admin())
 
 
 class SetParams(BaseModel):
