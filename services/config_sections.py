@@ -162,6 +162,8 @@ class SkillsSettings(BaseModel):
     download_timeout_sec: float = Field(30.0, gt=0, le=600, description="Deadline of one skill download")
     max_files: int = Field(1000, ge=1, le=100_000, description="Most entries an installed skill archive may have")
     max_unpacked_mb: float = Field(50.0, gt=0, le=4096, description="Largest unpacked size of a skill archive")
+    allow_private_hosts: bool = Field(
+        False, description="skill_install may download from loopback and private-network addresses (a LAN server)")
 
 
 class KnowledgeSettings(BaseModel):

@@ -23,7 +23,8 @@ def test_an_admin_extends_the_bot_from_ania_chat(scripted_llm, tmp_path):
         url = files.serve("/skills.zip", collection_zip())
         cfg = tmp_path / "config"
         cfg.mkdir()
-        (cfg / "ania.toml").write_text('# my bot\n[bot]\nadmins = ["admin2"]\n\n[skill_tool]\nenable = true\n')
+        (cfg / "ania.toml").write_text('# my bot\n[bot]\nadmins = ["admin2"]\n\n[skill_tool]\nenable = true\n'
+                                     '[skills]\nallow_private_hosts = true  # the test serves skills on 127.0.0.1\n')
         scripted_llm.script([
             Calls([("skill_install", {"source": url})]), Reply("installed"),
             Calls([("skill_read", {"name": "pdf-forms", "file": "reference.md"})]), Reply("read it"),

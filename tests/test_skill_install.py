@@ -12,6 +12,7 @@ import os
 import pytest
 
 from ania.fakes.openai_server import Calls, Reply
+from services.netguard import PrivateAddress, public_target
 from services.skills.fetch import CODELOAD, Source, classify, github_source
 from services.skills.parse import SkillError
 from tests.approval_helpers import ADMINS, run_approved, turn_results
@@ -33,7 +34,9 @@ from tests.skill_helpers import (
 from tests.test_gates import wait_for
 
 SHIPPED = ["bot-configuration", "chat-replies", "task-planning"]
-LIMITS = {"max_download_mb": 2, "download_timeout_sec": 1, "max_files": 1000, "max_unpacked_mb": 50}
+#: The archives are served on 127.0.0.1, hence allow_private_hosts (test_private_addresses_are_refused...).
+LIMITS = {"max_download_mb": 2, "download_timeout_sec": 1, "max_files": 1000, "max_unpacked_mb": 50,
+          "allow_private_hosts": True}
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +52,7 @@ def bomb_zip() -> bytes:
 
 
 def settings_for(llm, **extra):
-    return make_settings(llm, skill_tool={"enable": True}, skills=LIMITS, **ADMINS, **extra)
+    return make_settings(llm, **{"skill_tool": {"enable": True}, "skills": LIMITS, **ADMINS, **extra})
 
 
 def installed_dir(tmp_path):
@@ -288,3 +291,45 @@ async def test_management_tools_only_when_enabled(scripted_llm, make_chat):
     assert not {"skill_install", "skill_list", "skill_remove"} & set(names)
     assert json.dumps(scripted_llm.requests[-1].tools) == json.dumps(
         sorted(scripted_llm.requests[-1].tools, key=lambda t: t["function"]["name"]))
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:9/skill.zip", "http://localhost/skill.zip", "http://[::1]/x", "http://10.1.2.3/x",
+    "http://192.168.1.1/x", "http://172.16.0.9/x", "http://169.254.169.254/latest/meta-data/", "http://0.0.0.0/x",
+    "http://100.64.0.1/x", "http://224.0.0.1/x", "http://2130706433/x", "http://0x7f.1/x",
+    "http://[::ffff:127.0.0.1]/x", "http://[fe80::1]/x", "http://[fd00::1]/x", "http://[2002:7f00:1::]/x",
+])
+async def test_private_addresses_are_refused_in_every_spelling(url):
+    with pytest.raises(PrivateAddress):
+        await public_target(url)
+
+
+async def test_a_public_host_is_pinned_to_the_address_that_was_checked(monkeypatch):
+    """The connection goes to the checked address; the name stays in Host and TLS (no DNS rebinding)."""
+    import asyncio
+
+    async def resolve(host, port, **kw):
+        assert host in ("skills.example", "93.184.216.34")
+        return [(2, 1, 6, "", ("93.184.216.34", port))]
+
+    monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", resolve)
+    target = await public_target("https://skills.example/a/skill.zip?x=1")
+    assert (target.url, target.headers, target.extensions) == (
+        "https://93.184.216.34/a/skill.zip?x=1", {"Host": "skills.example"}, {"sni_hostname": "skills.example"})
+    assert (await public_target("http://93.184.216.34:8080/s.zip")).url == "http://93.184.216.34:8080/s.zip"
+
+
+async def test_a_member_cannot_make_the_bot_fetch_from_its_own_network(scripted_llm, make_chat, files, tmp_path):
+    """Even approved by an admin, a source on loopback or the LAN is refused unless an admin turned on
+    skills.allow_private_hosts; nothing is written and the refusal is logged."""
+    url = files.serve("/internal.zip", collection_zip())
+    hit = len(files.requests)
+    chat = await make_chat(settings_for(scripted_llm, skills={**LIMITS, "allow_private_hosts": False}))
+    out = await run_approved(chat, scripted_llm, [("skill_install", {"source": url})], session="g:club", user="u5",
+                             approver="admin")
+    assert out == [f"Error: refused to download from {url}: 127.0.0.1 is a loopback or private-network address "
+                   "(127.0.0.1). A skill comes from a public address unless an admin sets skills.allow_private_hosts"]
+    assert entries(tmp_path) == []
+    assert len(files.requests) == hit  # the server was never asked
+    [op] = ops(chat)
+    assert (op["actor"], op["ok"]) == ("u5", False)

@@ -5,7 +5,8 @@ branch, or `/tree/<ref>/<subdir>`, or `/blob/<ref>/<dir>/SKILL.md` for that skil
 http(s) URL (a zip or a SKILL.md, told apart by the bytes). Redirects are followed by hand, at most
 `MAX_REDIRECTS`, and only to http(s). The body is streamed and cut at the cap (a Content-Length above it
 is refused before reading); the whole download has one deadline, so a server that trickles bytes is cut
-too.
+too. Every hop's host must be a public address (services/netguard.py), unless `skills.allow_private_hosts`
+is on: a URL from a chat must not reach the bot's own machine or network.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from services.netguard import PrivateAddress, Target, public_target
 from services.skills.parse import SkillError
 
 MAX_REDIRECTS = 5
@@ -70,11 +72,16 @@ def github_source(url: str, codeload: str = CODELOAD) -> Source | None:
     return None
 
 
-async def download(url: str, *, max_bytes: int, timeout_sec: float) -> bytes:
-    """The body of `url`, following http(s) redirects only; SkillError above `max_bytes` or after the deadline."""
+PRIVATE = ("refused to download from {url}: {why}. A skill comes from a public address unless an admin "
+           "sets skills.allow_private_hosts")
+
+
+async def download(url: str, *, max_bytes: int, timeout_sec: float, private_ok: bool = False) -> bytes:
+    """The body of `url`, following http(s) redirects only; SkillError above `max_bytes`, after the deadline,
+    or (unless `private_ok`) for a hop to a loopback or private-network address."""
     try:
         async with asyncio.timeout(timeout_sec):
-            return await _download(url, max_bytes, timeout_sec)
+            return await _download(url, max_bytes, timeout_sec, private_ok)
     except TimeoutError:
         raise SkillError(f"the download did not finish within {timeout_sec:g} s "
                          "(skills.download_timeout_sec)") from None
@@ -82,13 +89,17 @@ async def download(url: str, *, max_bytes: int, timeout_sec: float) -> bytes:
         raise SkillError(f"the download failed ({type(e).__name__}: {e})") from None
 
 
-async def _download(url: str, max_bytes: int, timeout_sec: float) -> bytes:
+async def _download(url: str, max_bytes: int, timeout_sec: float, private_ok: bool) -> bytes:
     headers = {"Accept-Encoding": "identity"}  # the bytes counted are the bytes kept: no decoding on the fly
     async with httpx.AsyncClient(follow_redirects=False, timeout=timeout_sec, headers=headers) as client:
         for _ in range(MAX_REDIRECTS + 1):
             if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
                 raise SkillError(f"refused to follow a redirect to {url[:200]}: only http and https are allowed")
-            async with client.stream("GET", url) as resp:
+            try:
+                to = Target(url) if private_ok else await public_target(url)
+            except PrivateAddress as e:
+                raise SkillError(PRIVATE.format(url=url[:200], why=e)) from None
+            async with client.stream("GET", to.url, headers=to.headers, extensions=to.extensions) as resp:
                 if resp.is_redirect:
                     url = urljoin(url, resp.headers.get("location", ""))
                     continue

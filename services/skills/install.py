@@ -88,7 +88,8 @@ class SkillInstaller:
 
     async def _fetch(self, src: Source, unpacked: Path) -> Path:
         data = await download(src.url, max_bytes=int(self.settings.max_download_mb * 2**20),
-                              timeout_sec=self.settings.download_timeout_sec)
+                              timeout_sec=self.settings.download_timeout_sec,
+                              private_ok=self.settings.allow_private_hosts)
         if is_zip(data):
             limits = Limits(self.settings.max_files, int(self.settings.max_unpacked_mb * 2**20))
             await asyncio.to_thread(unpack, data, unpacked, limits)
