@@ -26,7 +26,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Send
 from pydantic import BaseModel
 
-from checkpoints.serde import MessageSerializer
+from checkpoints.serde import FAST_CLASSES, MessageSerializer
 
 
 class Note(BaseModel):
@@ -135,3 +135,30 @@ def test_damaged_or_hostile_bytes_load_as_langgraph_loads_them(ext):
     assert type(loaded[0]) is type(expected[0])
     if not isinstance(expected[0], BaseModel):
         assert loaded == expected
+
+
+@pytest.mark.parametrize("message", [m for m in messages() if (type(m).__module__, type(m).__name__) in FAST_CLASSES],
+                         ids=lambda m: type(m).__name__)
+@pytest.mark.parametrize("shape", ["whole", "fields-missing", "extra-key"])
+def test_construct_builds_what_model_construct_builds(message, shape):
+    """Field by field, in order, with the fields set, extras and private state of `model_construct`; a
+    default made by a factory is a new object per message (never shared between two)."""
+    values = message.model_dump()
+    if shape == "fields-missing":  # an older dump without some optional fields
+        for key in ("additional_kwargs", "response_metadata", "name", "tool_calls", "artifact"):
+            values.pop(key, None)
+    elif shape == "extra-key":
+        values["from_a_newer_version"] = {"x": 1}
+    build = FAST_CLASSES[(type(message).__module__, type(message).__name__)]
+    assert build.plain
+    ours, expected = build(dict(values)), type(message).model_construct(**dict(values))
+    assert type(ours) is type(expected)
+    assert list(ours.__dict__.items()) == list(expected.__dict__.items())
+    assert ours.model_fields_set == expected.model_fields_set
+    assert ours.__pydantic_extra__ == expected.__pydantic_extra__
+    assert ours.__pydantic_private__ == expected.__pydantic_private__
+    assert ours == expected and ours.model_dump() == expected.model_dump()
+    again = build(dict(values))
+    for key, value in ours.__dict__.items():
+        if isinstance(value, dict | list) and key not in values:
+            assert value is not again.__dict__[key], key
