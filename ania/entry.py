@@ -11,8 +11,9 @@
 `/reboot` (admins) checks the new settings first, stops every running turn of this entry (each
 session is told), then rebuilds the engine in place; messages that arrive meanwhile wait for it.
 
-`/stop` from an admin stops every running or queued turn of the session; from anyone else only the
-turns that person started (a group member cannot cut off somebody else's request).
+`/stop` from an admin stops every running or queued turn of the session, and the runs in progress of
+its scheduled tasks; from anyone else only the turns that person started and the runs of the tasks they
+created (a group member cannot cut off somebody else's request).
 """
 
 from __future__ import annotations
@@ -94,12 +95,7 @@ class MessageEntry:
         """Built-in commands; None means "not a command of ours" (the text goes to the model)."""
         name, _, arg = command.partition(" ")
         if name == "/stop":
-            stopped, others = await self.stop(session_key, user_id)
-            if stopped:
-                return f"Stopped {stopped} running or queued message(s)."
-            if others:
-                return "Only an admin or the person who asked can stop a running message."
-            return "Nothing to stop."
+            return await self._stop_command(session_key, user_id)
         if name == "/plan":
             if not self.engine.services.admins.is_admin(user_id):
                 return "Only an admin can change plan mode."
@@ -118,6 +114,22 @@ class MessageEntry:
         if name == "/usage":
             return await usage_text(self.engine.services, self.engine.graph, session_key)
         return None
+
+    async def _stop_command(self, session_key: str, user_id: str) -> str:
+        """The chat's turns, then its scheduled tasks' runs in progress, as far as `user_id` may stop them."""
+        stopped, others = await self.stop(session_key, user_id)
+        services = self.engine.services
+        runs, runs_others = await services.clock.stop_runs(session_key, user_id,
+                                                           admin=services.admins.is_admin(user_id))
+        done = ([f"Stopped {stopped} running or queued message(s)."] if stopped else []) + (
+            [f"Stopped {runs} scheduled task run(s) in progress."] if runs else [])
+        if done:
+            return " ".join(done)
+        if others:
+            return "Only an admin or the person who asked can stop a running message."
+        if runs_others:
+            return "Only an admin or the person who created the task can stop a scheduled task's run."
+        return "Nothing to stop."
 
     async def reboot(self, session_key: str, user_id: str) -> str:
         """Admins only. New settings are checked before anything stops; a broken file changes nothing."""

@@ -324,3 +324,33 @@ async def test_the_log_keeps_the_first_20_tool_calls_and_the_total(scripted_llm,
     [row] = await runs_until(clock, "f:u1", finished)
     assert row.tool_call_count == 25 and len(row.tool_calls) == 20
     assert [c.args for c in row.tool_calls] == [f'{{"n": {i}}}' for i in range(20)]
+
+
+async def test_stop_in_the_chat_stops_a_task_run_its_creator_or_an_admin_may_stop(scripted_llm, make_chat):
+    """/stop reaches a scheduled task's run in progress (it used to run until its timeout): another member
+    cannot stop it, its creator can; the row says who stopped it and a repeating task fires again."""
+    chat = await started_clock(make_chat, clock_settings(scripted_llm, bot={"admins": ["boss"]}))
+    clock = chat.engine.services.clock
+    stalls = iter([Stall(60), Stall(60)])
+    scripted_llm.respond_with(Router()
+        .on("PROMPT-LONG", lambda body: next(stalls, Reply("quick this time")))
+        .on("PROMPT-ONCE", Stall(60)))
+    clock.create("g:club", "u1", "@every 2s", "PROMPT-LONG a long report", name="report")
+    await runs_until(clock, "g:club", lambda rows: finished(rows, "running"))
+    assert await chat.say("g:club", "u2", "/stop") == [
+        "Only an admin or the person who created the task can stop a scheduled task's run."]
+    assert await chat.say("g:club", "u1", "/stop") == ["Stopped 1 scheduled task run(s) in progress."]
+    rows = await runs_until(clock, "g:club", lambda rows: finished(rows, "interrupted"))
+    assert [(r.status, r.detail) for r in rows if r.status == "interrupted"] == [
+        ("interrupted", "stopped with /stop by u1")]
+    await runs_until(clock, "g:club", lambda rows: finished(rows, "running"))  # the next fire
+    assert await chat.say("g:club", "boss", "/stop") == ["Stopped 1 scheduled task run(s) in progress."]
+    await runs_until(clock, "g:club", lambda rows: finished(rows, "success"))  # and it goes on firing
+    assert [v.id for v in clock.views("g:club")] == [1]
+    clock.create("f:u3", "u3", "in 1s", "PROMPT-ONCE once", name="once")
+    await runs_until(clock, "f:u3", lambda rows: finished(rows, "running"))
+    assert await chat.say("f:u3", "u3", "/stop") == ["Stopped 1 scheduled task run(s) in progress."]
+    [row] = clock.log("f:u3")
+    assert (row.status, row.detail) == ("interrupted", "stopped with /stop by u3")
+    assert clock.views("f:u3") == []  # a one-time task stopped on purpose is done
+    assert await chat.say("f:u3", "u3", "/stop") == ["Nothing to stop."]

@@ -51,6 +51,7 @@ LATE = "due {late:.0f} s earlier (more than clock.misfire_grace_sec = {grace} s 
 OVERLAP = "its previous run {run} was still going"
 RAISED = "an error on the bot's side ({name}); it is in the log"
 STOPPED = "the bot stopped during the run"
+STOPPED_BY = "stopped with /stop by {user}"
 CRASHED = "the bot stopped or crashed during the run"
 ELSEWHERE = ("another Ania bot (process {pid}) is running on the data directory {dir} and fires its scheduled "
              "tasks; stop it first, or give this bot its own ANIA_DATA_DIR")
@@ -60,6 +61,11 @@ ELSEWHERE = ("another Ania bot (process {pid}) is running on the data directory 
 class LiveRun:
     run_id: str
     background: BackgroundSubagents
+    session: str = ""
+    created_by: str = ""
+    #: The asyncio task doing the run (cancelled by `stop_runs`) and who stopped it.
+    task: asyncio.Task[Any] | None = None
+    stopped_by: str = ""
 
 
 class ClockService:
@@ -129,6 +135,20 @@ class ClockService:
         run_id = _new_id()
         self._spawn(self._fire(task.id, datetime.now(self.tz), by=by, run_id=run_id))
         return run_id
+
+    async def stop_runs(self, session: str, user_id: str, *, admin: bool) -> tuple[int, int]:
+        """`/stop` in a chat: cancel the runs in progress of the chat's tasks that `user_id` may stop (an
+        admin: all of them; anyone else: those of the tasks they created). A stopped run is logged
+        `interrupted` with who stopped it; a repeating task fires again at its next time, a one-time task
+        is done. Returns (stopped, left running because another person's task runs them)."""
+        live = [run for run in self._live.values() if run.session == session and run.task is not None]
+        mine = [run for run in live if admin or run.created_by == user_id]
+        for run in mine:
+            run.stopped_by = user_id
+            assert run.task is not None
+            run.task.cancel()
+        await asyncio.gather(*(run.task for run in mine if run.task is not None), return_exceptions=True)
+        return len(mine), len(live) - len(mine)
 
     def background(self, run_id: str) -> BackgroundSubagents | None:
         live = self._by_run.get(run_id)
@@ -243,7 +263,8 @@ class ClockService:
         thread = f"clock:{task.id}:{run_id}"
         self.db.start_run(ClockRun(run_id, task.id, task.session, task.name, "running", due, started=started,
                                    thread=thread), fired=fired)
-        live = LiveRun(run_id, BackgroundSubagents(self._subagents, run_id))
+        live = LiveRun(run_id, BackgroundSubagents(self._subagents, run_id), task.session, task.created_by,
+                       asyncio.current_task())
         self._live[task.id] = self._by_run[run_id] = live
         budget = float(task.timeout_sec or self.settings.default_timeout_sec)
         try:
@@ -251,7 +272,11 @@ class ClockService:
                 raise ToolError(NOT_BOUND)
             outcome = await self._runner.run(task, RunSpec(run_id, scheduled, budget, live.background, by))
         except asyncio.CancelledError:
-            self.db.interrupt(run_id, STOPPED)
+            self.db.interrupt(run_id, STOPPED_BY.format(user=live.stopped_by) if live.stopped_by else STOPPED)
+            if live.stopped_by and task.run_once:  # stopped on purpose: it is not made up at the next start
+                self.db.delete(task.id)
+                if self._scheduler is not None:
+                    self._scheduler.remove(task.id)
             raise
         except Exception as e:
             log.exception("clock run %s of %s raised", run_id, task.label)
