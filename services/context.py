@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from services.container import Services
+from services.errors import ToolError
 from services.usage import UsageMeter
 from tools.registry import SessionExecutor
 
@@ -65,6 +66,14 @@ class RunContext:
 
     def is_admin(self, user_id: str | None = None) -> bool:
         return self.services.admins.is_admin(self.requester if user_id is None else user_id)
+
+    def admin_in_group(self, action: str) -> None:
+        """In a group, what belongs to the whole chat (its knowledge base, memories, teams) is removed or
+        replaced by an admin only: one member (or an injection in one member's message) must not wipe what
+        the others built. In a private chat the person is the chat."""
+        if self.session_key.startswith("g:") and not self.is_admin():
+            raise ToolError(f"in a group only an admin can {action}: it belongs to everyone in the chat; "
+                            "ask an admin")
 
     @property
     def owns_executor(self) -> bool:

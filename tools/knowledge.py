@@ -1,6 +1,7 @@
 """The knowledge-base tools (K1-K4): kb_add, kb_search, kb_list, kb_delete.
 
 A session reads its own base and the global one; it writes its own, and only admins write the global one.
+In a group, only an admin deletes a document (`RunContext.admin_in_group`); any member may add one.
 Writes are side effects (plan mode blocks them). Results are cut at 8000 characters in total (K4).
 """
 
@@ -163,7 +164,9 @@ class KbDeleteTool(Tool[KbDeleteParams]):
     async def execute(self, args: KbDeleteParams, ctx: RunContext) -> str:
         own = {ctx.session_key}
         writable = own | {GLOBAL} if ctx.is_admin() else own
-        info = await ctx.services.knowledge.delete_document(args.doc_id.strip(), own | {GLOBAL}, writable)
+        info = await ctx.services.knowledge.delete_document(
+            args.doc_id.strip(), own | {GLOBAL}, writable,
+            lambda _doc: ctx.admin_in_group("delete a document of the chat's knowledge base"))
         return f'Deleted "{info.title}" ({info.id}, {plural(info.chunks, "passage")}) from {scope_label(info.scope)}.'
 
 

@@ -1,7 +1,7 @@
 """Long-term memory tools (K5): memory_save, memory_search, memory_delete, scoped to the session.
 
 Memories share the knowledge service's store and embedder; each is one short fact, kept across restarts.
-Saving and deleting are side effects (plan mode blocks them).
+Saving and deleting are side effects (plan mode blocks them); in a group only an admin deletes one.
 """
 
 from __future__ import annotations
@@ -77,7 +77,9 @@ class MemoryDeleteTool(Tool[MemoryDeleteParams]):
     side_effect = True
 
     async def execute(self, args: MemoryDeleteParams, ctx: RunContext) -> str:
-        info = await ctx.services.knowledge.delete_memory(ctx.session_key, args.memory_id.strip())
+        info = await ctx.services.knowledge.delete_memory(
+            ctx.session_key, args.memory_id.strip(),
+            lambda _memory: ctx.admin_in_group("delete one of the chat's memories"))
         return f"Forgot {info.id}."
 
 

@@ -2,8 +2,9 @@
 
 Teams are stored by services/teams.py, per session or global. Global teams are run by every session,
 but only an admin saves or deletes one (checked here, against the requester: a group member cannot
-make a team that every other chat will run). team_run resolves the team and the budget, then the
-team graph (graphs/team.py) runs one subagent per member concurrently and gathers their answers.
+make a team that every other chat will run). In a group, a chat's own team is deleted or replaced by an
+admin only (`RunContext.admin_in_group`); any member may save a new one. team_run resolves the team and
+the budget, then the team graph (graphs/team.py) runs one subagent per member concurrently and gathers their answers.
 Subagents and team members never get these tools (services/subagents.py NOT_FOR_SUBAGENTS).
 """
 
@@ -116,6 +117,8 @@ class TeamSaveTool(Tool[TeamSaveParams]):
                                                             ctx.services.settings.subagent.max_timeout_sec)
         team = validated(Team(args.name, args.purpose, tuple(Member(m.name, m.role) for m in args.members), scope,
                               timeout, rounds))
+        if any(t.name == team.name for t in await asyncio.to_thread(ctx.services.teams.in_scope, scope)):
+            ctx.admin_in_group(f'replace the team "{team.name}"')
         replaced = await asyncio.to_thread(ctx.services.teams.save, team)
         ctx.services.store.log_op("team_save", ctx.session_key, ctx.requester, {"team": team.name, "scope": scope})
         verb = "Replaced" if replaced else "Saved"
@@ -145,9 +148,13 @@ class TeamDeleteTool(Tool[TeamDeleteParams]):
         _refuse_nested(ctx)
         scope = _scope_key(args.scope, ctx, "delete")
         name = check_name(args.name)
+        where = "the global teams" if scope == GLOBAL else "this chat"
+        missing = ToolError(NO_SUCH_TEAM.format(name=name, scope=where))
+        if not any(t.name == name for t in await asyncio.to_thread(ctx.services.teams.in_scope, scope)):
+            raise missing
+        ctx.admin_in_group(f'delete the team "{name}"')
         if not await asyncio.to_thread(ctx.services.teams.delete, scope, name):
-            where = "the global teams" if scope == GLOBAL else "this chat"
-            raise ToolError(NO_SUCH_TEAM.format(name=name, scope=where))
+            raise missing
         ctx.services.store.log_op("team_delete", ctx.session_key, ctx.requester, {"team": name, "scope": scope})
         return f'Deleted team "{name}".'
 

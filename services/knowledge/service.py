@@ -8,7 +8,7 @@ service enforces the limits (K4) and never lets a delete reach outside the scope
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from services.config import Settings
@@ -20,6 +20,8 @@ from services.knowledge.store import ChromaStore, DocInfo
 from services.knowledge.text import Analyzer, Mode, runes, split, splitter
 
 GLOBAL = "global"
+#: A last word before a deletion: raises ToolError to refuse it (tools/knowledge.py: in a group, admins only).
+Check = Callable[[DocInfo], None]
 SCOPE_RE = re.compile(r"^(global|[gf]:\S{1,128})$")
 #: A memory is one fact or preference, not a document: one chunk.
 MEMORY_RUNES = 1000
@@ -79,8 +81,9 @@ class KnowledgeService:
         return docs[:limit], len(docs)
 
     async def delete_document(self, doc_id: str, readable: Collection[str] | None,
-                              writable: Collection[str] | None) -> DocInfo:
-        """Delete a document whose scope is readable and writable by the caller (None: any scope, the operator)."""
+                              writable: Collection[str] | None, check: Check | None = None) -> DocInfo:
+        """Delete a document whose scope is readable and writable by the caller (None: any scope, the operator);
+        `check` (raising ToolError to refuse) sees the document found before it goes."""
         found = await self.kb.find(doc_id)
         if found is None or (readable is not None and found[0].scope not in readable):
             where = "the knowledge base" if readable is None else " or ".join(where_label(s) for s in sorted(readable))
@@ -88,6 +91,8 @@ class KnowledgeService:
         info, ids = found
         if writable is not None and info.scope not in writable:
             raise ToolError(NOT_YOURS.format(id=doc_id))
+        if check is not None:
+            check(info)
         await self.kb.delete(info, ids)
         return info
 
@@ -107,10 +112,12 @@ class KnowledgeService:
     async def search_memory(self, session_key: str, query: str, top_k: int) -> list[Hit]:
         return await self.memory.search(query, self.memory.index.analyzer.query_terms(query), [session_key], top_k)
 
-    async def delete_memory(self, session_key: str, memory_id: str) -> DocInfo:
+    async def delete_memory(self, session_key: str, memory_id: str, check: Check | None = None) -> DocInfo:
         found = await self.memory.find(memory_id)
         if found is None or found[0].scope != session_key:
             raise ToolError(NOT_FOUND.format(what="memory", id=memory_id, where="this chat's memory"))
+        if check is not None:
+            check(found[0])
         await self.memory.delete(*found)
         return found[0]
 
