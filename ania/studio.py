@@ -95,7 +95,7 @@ async def _studio_clock_context(config: RunnableConfig) -> RunContext:
     tools = [t for t in ctx.executor.tools() if t.name not in NOT_FOR_CLOCK - {"subagent_run"}]
     services = ctx.services
     outbox = services.paths.data_dir / "outbox" / "studio"
-    bridge = ClockBridge(services.outboxes.send, ctx.session_key, outbox, "clock")
+    bridge = ClockBridge(services.outboxes.send, ctx.session_key, outbox, "clock", services.outboxes.media)
     executor = SessionExecutor(SharedExecutor(tools))
     return replace(ctx, requester="", agent_kind="clock", executor=executor, bridge=bridge)
 

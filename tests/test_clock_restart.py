@@ -21,7 +21,23 @@ from tests.clock_helpers import clock_settings, finished, runs_until, task_row
 from tests.onebot_fake import FakeOneBot
 from tests.onebot_helpers import BOT, make_engine
 from tests.subagent_helpers import Router, requests_of, wait_for
+from tests.test_subagents import SendFile
 from tests.test_terminal import ROOT, env_for
+from tools.base import NoParams, Tool
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+class SendPicture(Tool[NoParams]):
+    """Sends a 1x1 PNG through the run's bridge, as send_image does."""
+
+    name = "send_picture"
+    description = "Send a picture to the chat."
+    params = NoParams
+
+    async def execute(self, args: NoParams, ctx) -> str:
+        return await ctx.bridge.send_image(PNG)
+
 
 NEXT = r"Its next run is \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \w{3} \([\w/]+\)\."
 
@@ -280,6 +296,31 @@ async def test_a_run_cut_off_by_a_reboot_is_logged_interrupted_and_its_chat_is_t
     [told] = chat.out["g:club"]
     assert re.fullmatch(r'Scheduled task 1 "long job" was interrupted: the bot stopped during its run \(due .+\)\. '
                         r"It will not run again\.", told)
+
+
+async def test_a_task_run_on_qq_sends_its_images_and_files_as_such(tmp_path, scripted_llm):
+    """C5 on QQ: what a run's tools send goes out as an image message and a file upload, not as a path."""
+    fake = FakeOneBot(self_id=BOT)
+    engine = await make_engine(tmp_path, scripted_llm, fake, clock={"min_interval_sec": 1})
+    engine.services.shared_tools.add([SendFile(), SendPicture()])
+    stop = asyncio.Event()
+    serving = asyncio.create_task(run_serve(engine, stop))
+    try:
+        await fake.wait_for(fake.connected.is_set)
+        scripted_llm.respond_with(Router().on("PROMPT-MEDIA", Calls([("send_note_file", {"name": "n.txt"}),
+                                                                    ("send_picture", {})]), Reply("Here you go.")))
+        engine.services.clock.create("g:555", "42", "in 1s", "PROMPT-MEDIA the weekly chart")
+        await fake.wait_for(lambda: "Here you go." in fake.texts("g:555"))
+        assert fake.uploads == [{"action": "upload_group_file", "group_id": 555, "name": "n.txt",
+                                 "file": "base64://aGVsbG8="}]
+        images = [seg["data"]["file"] for s in fake.sent for seg in s["message"] if seg["type"] == "image"]
+        assert images == [f"base64://{PNG}"]
+        assert not any("saved" in t for t in fake.texts()) and not (tmp_path / "data" / "outbox").exists()
+    finally:
+        stop.set()
+        await asyncio.wait_for(serving, 15)
+        await fake.close()
+        await engine.close()
 
 
 async def test_ania_serve_fires_tasks_sends_their_reply_to_qq_and_stops_the_clock(tmp_path, scripted_llm):

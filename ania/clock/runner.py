@@ -54,7 +54,7 @@ class ClockRunner:
         thread = f"clock:{task.id}:{spec.run_id}"
         label = f"clock task {task.id}"
         bridge = ClockBridge(services.outboxes.send, task.session, services.paths.data_dir / "outbox" / task.session,
-                             label)
+                             label, services.outboxes.media)
         ctx = RunContext(session_key=task.session, requester="", bridge=bridge,
                          executor=clock_executor(services, task.session, spec.background), services=services,
                          agent_kind="clock", deadline=time.monotonic() + spec.budget_sec, author=task.created_by)

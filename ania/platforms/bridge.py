@@ -5,7 +5,7 @@ has its own (`ania/platforms/onebot/bridge.py`). `SubagentBridge` is a subagent'
 it drops intermediate text (logged only), keeps its own image queue, and sends a tool's images and
 files, reads history and asks for approvals through the parent's bridge. `ClockBridge` is a clock run's
 (C5): it drops intermediate text too, and sends images, files and approval prompts to the task's target
-chat through the outboxes.
+chat through the outboxes (images and files as such where the platform can: `Outboxes.media`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from services.context import CallbackBridge
 from services.images import MAX_IMAGE_BYTES, sniff_mime
+from services.outboxes import Media
 
 log = logging.getLogger(__name__)
 
@@ -147,14 +148,26 @@ class SubagentBridge(ImageQueue):
 
 class ClockBridge(ChatBridge):
     """A clock run's bridge (C5): only the run's final reply is its message (the graph's deliver step sends it);
-    images and files that tools send explicitly go to the target chat at once, saved under `outbox`."""
+    images and files that tools send explicitly go to the target chat at once: as images and files where
+    its platform sends them (`media`: OneBot), else saved under `outbox` and announced by path."""
 
-    def __init__(self, send_to: SendTo, target: str, outbox: Path, label: str) -> None:
+    def __init__(self, send_to: SendTo, target: str, outbox: Path, label: str,
+                 media: Callable[[str], Media | None] | None = None) -> None:
         async def send(text: str) -> None:
             await send_to(target, text)
 
         super().__init__(send, outbox)
         self._label = label
+        self._target = target
+        self._media = media
+
+    async def send_image(self, b64: str) -> str:
+        media = self._media(self._target) if self._media is not None else None
+        return await (media.send_image(b64) if media is not None else super().send_image(b64))
+
+    async def send_file(self, name: str, b64: str) -> str:
+        media = self._media(self._target) if self._media is not None else None
+        return await (media.send_file(name, b64) if media is not None else super().send_file(name, b64))
 
     async def send_text(self, text: str) -> str:
         log.info("[%s] intermediate text (not sent): %s", self._label, text[:500])

@@ -70,7 +70,7 @@ class OneBotAdapter:
             raise ConfigError("set onebot.ws_url (forward WebSocket: Ania dials the implementation) or "
                               "onebot.listen (reverse WebSocket: the implementation dials Ania), e.g. "
                               "ANIA_ONEBOT__LISTEN=127.0.0.1:8080")
-        self._detach = self.engine.services.outboxes.attach("onebot", self._outbox, is_chat_session)
+        self._detach = self.engine.services.outboxes.attach("onebot", self._outbox, is_chat_session, self.bridge_for)
         if s.listen:
             try:
                 host, port = parse_listen(s.listen)
