@@ -23,6 +23,10 @@ class PrivateAddress(ValueError):
     """The URL's host is (or resolves to) an address on this machine or a private network."""
 
 
+class Unresolved(ValueError):
+    """The URL's host has no address (a DNS failure: not a refusal)."""
+
+
 @dataclass(frozen=True)
 class Target:
     """Where to connect (`url`, its host an IP address) and what to send as the host (`headers`, `extensions`)."""
@@ -41,24 +45,27 @@ def is_public(address: IPAddress) -> bool:
 
 
 async def public_target(url: str) -> Target:
-    """`url` pinned to its host's one checked address; PrivateAddress when the host is not public."""
+    """`url` pinned to its host's one checked address; PrivateAddress when the host is not public,
+    Unresolved when it has no address."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as e:
-        raise PrivateAddress(f"the host {host!r} could not be resolved ({e})") from None
+        raise Unresolved(f"the host {host!r} could not be resolved ({e})") from None
     addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+    if not addresses:
+        raise Unresolved(f"the host {host!r} has no address")
     refused = next((a for a in addresses if not is_public(a)), None)
-    if refused is not None or not addresses:
+    if refused is not None:
         raise PrivateAddress(f"{host} is a loopback or private-network address ({refused})")
+    if _is_literal(host):
+        return Target(url)
     pinned = addresses[0]
     literal = f"[{pinned}]" if pinned.version == 6 else str(pinned)
     userinfo = parts.netloc.rpartition("@")[0]
     netloc = (f"{userinfo}@" if userinfo else "") + (literal if parts.port is None else f"{literal}:{parts.port}")
-    if _is_literal(host):
-        return Target(url)
     host_header = host if parts.port is None else f"{host}:{parts.port}"
     extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
     return Target(urlunsplit(parts._replace(netloc=netloc)), {"Host": host_header}, extensions)

@@ -7,7 +7,7 @@ import json
 import tomllib
 
 from ania.fakes.openai_server import Calls, Reply
-from services.config import registry
+from services.config import ADMINS_ONLY_KEYS, registry
 from tests.approval_helpers import ADMINS, run_approved, turn_results
 from tests.conftest import make_settings
 from tests.test_gates import wait_for
@@ -313,3 +313,8 @@ async def test_a_hooks_file_written_from_the_chat_is_live_within_the_ttl(scripte
     scripted_llm.script([Calls([("time", {})]), Reply("blocked")])
     await chat.say("f:u1", "u1", "time?")
     assert turn_results(scripted_llm) == ["Blocked by a PreToolUse hook: no clocks today"]
+
+
+def test_every_admins_only_key_is_a_real_key():
+    """A misspelt name would protect nothing."""
+    assert not ADMINS_ONLY_KEYS - {k.key for k in registry()}

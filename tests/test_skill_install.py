@@ -12,7 +12,7 @@ import os
 import pytest
 
 from ania.fakes.openai_server import Calls, Reply
-from services.netguard import PrivateAddress, public_target
+from services.netguard import PrivateAddress, Unresolved, public_target
 from services.skills.fetch import CODELOAD, Source, classify, github_source
 from services.skills.parse import SkillError
 from tests.approval_helpers import ADMINS, run_approved, turn_results
@@ -300,8 +300,20 @@ async def test_management_tools_only_when_enabled(scripted_llm, make_chat):
     "http://[::ffff:127.0.0.1]/x", "http://[fe80::1]/x", "http://[fd00::1]/x", "http://[2002:7f00:1::]/x",
 ])
 async def test_private_addresses_are_refused_in_every_spelling(url):
-    with pytest.raises(PrivateAddress):
+    with pytest.raises(PrivateAddress, match="is a loopback or private-network address"):
         await public_target(url)
+
+
+async def test_a_host_without_an_address_is_a_download_failure_not_a_refusal(monkeypatch):
+    import asyncio
+    import socket
+
+    async def no_answer(host, port, **kw):  # the resolver's answer, without asking a DNS server
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", no_answer)
+    with pytest.raises(Unresolved, match="could not be resolved"):
+        await public_target("http://skills.example/skill.zip")
 
 
 async def test_a_public_host_is_pinned_to_the_address_that_was_checked(monkeypatch):

@@ -161,12 +161,16 @@ class ClockBridge(ChatBridge):
         self._target = target
         self._media = media
 
+    def _sender(self) -> Media | None:
+        """The platform's, asked at each send (a platform may attach after the run started)."""
+        return self._media(self._target) if self._media is not None else None
+
     async def send_image(self, b64: str) -> str:
-        media = self._media(self._target) if self._media is not None else None
+        media = self._sender()
         return await (media.send_image(b64) if media is not None else super().send_image(b64))
 
     async def send_file(self, name: str, b64: str) -> str:
-        media = self._media(self._target) if self._media is not None else None
+        media = self._sender()
         return await (media.send_file(name, b64) if media is not None else super().send_file(name, b64))
 
     async def send_text(self, text: str) -> str:
