@@ -101,7 +101,7 @@ async def _lifespan(app: Starlette) -> AsyncIterator[None]:
 
 
 async def _sync(request: Request) -> JSONResponse:
-    """`ania sessions studio` asks for the thread's values after registering it (GET /threads/{id} shows them)."""
+    """Sets a copied session's thread values from its checkpoint, for GET /threads/{id} (ania sessions studio)."""
     from ania import studio_threads
 
     body = json.loads(await request.body() or b"{}")

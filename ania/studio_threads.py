@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -61,8 +62,7 @@ async def sync_values(thread: str, saver: BaseCheckpointSaver | None = None) -> 
     from langgraph_runtime.database import connect
     from langgraph_runtime.ops import Threads
 
-    from checkpoints.factory import open_checkpointer
-    from checkpoints.factory import thread_config
+    from checkpoints.factory import open_checkpointer, thread_config
     from graphs.agent import build_agent_graph
     from services.config import Paths
 
@@ -143,8 +143,8 @@ async def running() -> AsyncIterator[None]:
         (data_dir / URL_FILE).write_text(json.dumps(mine))
     try:
         keys = await register_recent(data_dir)
-        log.warning("Ania: %d recent bot session(s) listed as Studio threads%s", len(keys),
-                    f" ({', '.join(keys)})" if keys else "")
+        sys.stderr.write(f"Ania: {len(keys)} recent bot session(s) listed as Studio threads"
+                         f"{' (' + ', '.join(keys) + ')' if keys else ''}; `ania sessions studio KEY` opens another\n")
     except Exception:
         log.exception("Ania: could not list the bot's sessions in Studio; `ania sessions studio KEY` opens one")
     try:
