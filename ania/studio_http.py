@@ -34,6 +34,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 STUDIO_ORIGINS = ("https://smith.langchain.com", "https://eu.smith.langchain.com")
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 PNA_REQUEST = "access-control-request-private-network"
+#: The host of langgraph's in-process client (`get_client()` in a graph, webhooks): never from the network.
+IN_PROCESS = "api"
 
 
 def allowed_origin(origin: str) -> bool:
@@ -53,7 +55,7 @@ def allowed_host(host: str) -> bool:
         name = urlsplit(f"//{host}").hostname or ""
     except ValueError:
         return False
-    if name == "localhost" or name.endswith(".localhost"):
+    if name in ("localhost", IN_PROCESS) or name.endswith(".localhost"):
         return True
     try:
         ipaddress.ip_address(name)

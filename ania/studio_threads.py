@@ -140,7 +140,9 @@ async def running() -> AsyncIterator[None]:
     mine = {"url": url, "pid": os.getpid()}
     if url:
         data_dir.mkdir(parents=True, exist_ok=True)
-        (data_dir / URL_FILE).write_text(json.dumps(mine))
+        fd = os.open(data_dir / URL_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # private, as the data is
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(mine))
     try:
         keys = await register_recent(data_dir)
         sys.stderr.write(f"Ania: {len(keys)} recent bot session(s) listed as Studio threads"
