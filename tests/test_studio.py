@@ -40,6 +40,8 @@ APPROVAL_TOOL = "todo_write"
 TODO_ARGS = {"todos": [{"content": "Check the time", "status": "pending"}]}
 #: A bot session made by a real turn before the server starts: Studio lists it when it starts.
 EARLY_SESSION = "g:early"
+#: Sessions written before it, oldest first: with it, two more than the 20 most recent that Studio lists.
+OLDER_SESSIONS = tuple(f"g:old{i:02}" for i in range(21))
 
 
 
@@ -111,7 +113,7 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     env.update(OFFLINE_ENV, PYTHONPATH=str(ROOT), ANIA_CONFIG_DIR=str(tmp / "config"), ANIA_DATA_DIR=str(tmp / "data"),
                ANIA_LLM__BASE_URL=llm.base_url, ANIA_LLM__MODEL="scripted-model", ANIA_LLM__API_KEY="k",
                ANIA_LLM__MAX_RETRIES="0", ANIA_APPROVAL__TOOLS=json.dumps([APPROVAL_TOOL]))
-    _bot_turn(tmp, llm, EARLY_SESSION, "what did we decide yesterday?", "the early answer")
+    _bot_turn(tmp, llm, EARLY_SESSION, "what did we decide yesterday?", "the early answer", before=OLDER_SESSIONS)
     log = tmp / "langgraph-dev.log"
     # --allow-blocking: the app store is synchronous SQLite (as in `make studio`).
     cmd = [str(LANGGRAPH), "dev", "--config", str(_studio_config(tmp)), "--no-browser", "--no-reload",
@@ -149,8 +151,10 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
         llm.stop()
 
 
-def _bot_turn(tmp: Path, llm: ScriptedOpenAI, key: str, text: str, reply: str) -> list[str]:
-    """A real turn of the bot on the data directory the server serves; the session's messages after it."""
+def _bot_turn(tmp: Path, llm: ScriptedOpenAI, key: str, text: str, reply: str, *,
+              before: tuple[str, ...] = ()) -> list[str]:
+    """A real turn of the bot on the data directory the server serves (after one turn in each session of
+    `before`, oldest first); the session's messages after it."""
     import asyncio
 
     from ania.engine import Engine
@@ -163,7 +167,9 @@ def _bot_turn(tmp: Path, llm: ScriptedOpenAI, key: str, text: str, reply: str) -
     async def turn() -> list[str]:
         engine = await Engine.start(tmp / "config", tmp / "data", settings=make_settings(llm))
         try:
-            llm.script([Reply(reply)])
+            llm.script([Reply("ok")] * len(before) + [Reply(reply)])
+            for other in before:
+                await engine.run_turn(other, "u1", "hello", ChatBridge(_discard, tmp / "outbox"))
             await engine.run_turn(key, "u1", text, ChatBridge(_discard, tmp / "outbox"))
             return [str(m.content) for m in await session_messages(engine.graph, key)]
         finally:
@@ -402,6 +408,10 @@ def test_the_bot_s_recent_sessions_are_listed_when_studio_starts(studio: Studio)
     assert [m["content"] for m in thread["values"]["messages"]][-2:] == ["[u1] what did we decide yesterday?",
                                                                           "the early answer"]
     assert studio.http.get(f"/threads/{thread['thread_id']}").json()["values"] == thread["values"]
+    r = studio.http.post("/threads/search", json={"limit": 100})
+    r.raise_for_status()
+    listed = {t["metadata"].get("session") for t in r.json()} - {None}
+    assert {EARLY_SESSION, *OLDER_SESSIONS[2:]} <= listed and not listed & set(OLDER_SESSIONS[:2])
     recorded = json.loads((studio.log.parent / "data" / "studio.json").read_text())
     assert recorded == {"url": studio.served_url(), "pid": recorded["pid"]} and recorded["pid"] != os.getpid()
 
