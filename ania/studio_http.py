@@ -38,9 +38,10 @@ PNA_REQUEST = "access-control-request-private-network"
 IN_PROCESS = "api"
 
 
-def allowed_origin(origin: str) -> bool:
-    """Studio's web app, or a page served from this machine (any port)."""
-    if origin in STUDIO_ORIGINS:
+def allowed_origin(origin: str, extra: tuple[str, ...] = ()) -> bool:
+    """Studio's web app (or an origin langgraph.json's http.cors.allow_origins adds, e.g. a self-hosted
+    LangSmith), or a page served from this machine (any port)."""
+    if origin in STUDIO_ORIGINS or origin in extra:
         return True
     try:
         parts = urlsplit(origin)
@@ -68,14 +69,18 @@ class OriginGuard:
     """Refuses foreign web pages before any route, CORS or private-network middleware runs."""
 
     def __init__(self, app: ASGIApp) -> None:
+        from langgraph_api import config  # the server's parsed langgraph.json (only imported in the server)
+
         self.app = app
+        cors = config.CORS_CONFIG or {}
+        self.extra = tuple(o for o in cors.get("allow_origins", ()) if o != "*")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
             origin, host = headers.get("origin"), headers.get("host", "")
             refusal = ""
-            if origin is not None and not allowed_origin(origin):
+            if origin is not None and not allowed_origin(origin, self.extra):
                 refusal = (f"Origin {origin!r} may not call this Ania Studio server (it runs as the local admin); "
                            f"allowed: {', '.join(STUDIO_ORIGINS)} and pages on localhost")
             elif host and not allowed_host(host):
