@@ -11,6 +11,7 @@ services.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -125,6 +126,20 @@ def kb_parser(sub: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """A reader that stops early (`ania sessions export KEY | head`) ends the command quietly, as SIGPIPE ends
+    other Unix tools (exit status 141), instead of a BrokenPipeError traceback."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, not at interpreter exit, where the error could only be printed
+        return code
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing left to flush into the closed pipe at exit
+        os.close(devnull)
+        return 128 + 13  # SIGPIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.cmd is None:

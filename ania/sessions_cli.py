@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 REDACTED = "[redacted]"
+DEFAULT_STUDIO = "http://127.0.0.1:2024"
 
 
 def add_actions(ssub: Any, session_key: Any) -> None:
@@ -58,7 +59,10 @@ def add_actions(ssub: Any, session_key: Any) -> None:
                                          "`make studio` serves, and registers it with the running server. Runs "
                                          "there act as the session; the bot's own thread is not touched.")
     studio.add_argument("key", type=session_key)
-    studio.add_argument("--url", default="http://127.0.0.1:2024", help="the Studio server (default: make studio's)")
+    where = studio.add_mutually_exclusive_group()
+    where.add_argument("--url", help="the Studio server (default: the one `make studio` runs on this data "
+                                     f"directory, found in <data dir>/studio.json; else {DEFAULT_STUDIO})")
+    where.add_argument("--port", type=int, help="the Studio server's port on 127.0.0.1")
     studio.add_argument("--refresh", action="store_true", help="copy the session again over an earlier copy")
     prune = ssub.add_parser("prune", help="delete checkpoints and query rows older than a duration",
                             description="Retention: sessions idle for longer are deleted; in the others, the "
@@ -228,36 +232,40 @@ async def _replay(args: argparse.Namespace, paths: Paths) -> int:
 async def _studio(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
     import httpx
 
-    from ania.studio_checkpointer import STUDIO_THREAD, studio_thread_id
-    from checkpoints.maintenance import fork_thread
-    from checkpoints.sessions import latest_checkpoint
-    from services.store import AppStore
+    from ania.studio_checkpointer import studio_thread_id
+    from ania.studio_threads import copy_session, running_url
 
-    thread = studio_thread_id(args.key)
-    latest = await latest_checkpoint(saver, args.key)
-    if not latest:
+    url = studio_url(args, paths)
+    done = await copy_session(saver, paths.data_dir, args.key, refresh=args.refresh)
+    if done is None:
         print(f"ania: no session {args.key!r}", file=sys.stderr)
         return 1
-    copied = await latest_checkpoint(saver, thread)
-    if copied and args.refresh:
-        await saver.adelete_thread(thread)
-    if not copied or args.refresh:
-        await fork_thread(saver, args.key, latest, thread)
-    store = AppStore(paths.data_dir / "ania.db")
-    try:
-        store.kv_set(f"{STUDIO_THREAD}{thread}", args.key)
-    finally:
-        store.close()
+    thread = studio_thread_id(args.key)
     body = {"thread_id": thread, "metadata": {"session": args.key, "graph_id": "agent"}, "if_exists": "do_nothing"}
     try:
-        async with httpx.AsyncClient(base_url=args.url, timeout=10) as http:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http:
             answer = await http.post("/threads", json=body)
-        answer.raise_for_status()
+            answer.raise_for_status()
+            (await http.post("/ania/threads/sync", json={"thread_id": thread})).raise_for_status()
     except httpx.HTTPError as e:
-        print(f"ania: copied {args.key} to the Studio thread {thread}, but the Studio server at {args.url} did not "
-              f"take it ({type(e).__name__}); start it with `make studio` and run this again", file=sys.stderr)
+        found = "" if args.url or args.port or running_url(paths.data_dir) else (
+            f"; no running Studio server recorded in {paths.data_dir}")
+        print(f"ania: copied {args.key} to the Studio thread {thread}, but the Studio server at {url} did not "
+              f"take it ({type(e).__name__}){found}; start it with `make studio` (or name it with --url/--port) "
+              "and run this again", file=sys.stderr)
         return 1
-    state = "kept the earlier copy (--refresh copies again)" if copied and not args.refresh else "copied"
+    state = "kept the earlier copy (--refresh copies again)" if done == "kept" else "copied"
     print(f"{args.key} is the Studio thread {thread} ({state}); open "
-          f"https://smith.langchain.com/studio/thread/{thread}?baseUrl={args.url}")
+          f"https://smith.langchain.com/studio/thread/{thread}?baseUrl={url}")
     return 0
+
+
+def studio_url(args: argparse.Namespace, paths: Paths) -> str:
+    """--url, else --port on 127.0.0.1, else the server `make studio` recorded in the data directory, else 2024."""
+    from ania.studio_threads import running_url
+
+    if args.url:
+        return str(args.url).rstrip("/")
+    if args.port:
+        return f"http://127.0.0.1:{args.port}"
+    return (running_url(paths.data_dir) or DEFAULT_STUDIO).rstrip("/")

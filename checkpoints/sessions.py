@@ -9,6 +9,7 @@ session's checkpoints (ids, times, what each step ran) from the tables alone, ne
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -65,6 +66,28 @@ async def list_sessions(saver: BaseCheckpointSaver) -> list[SessionInfo]:
             key = item.config["configurable"]["thread_id"]
             counts[key] = counts.get(key, 0) + 1
     return [SessionInfo(k, counts[k]) for k in sorted(counts)]
+
+
+RECENT_SQL = ("SELECT thread_id, MAX(checkpoint_id) AS newest FROM checkpoints WHERE checkpoint_ns = '' "
+              "GROUP BY thread_id ORDER BY newest DESC")
+#: A chat's own session (`f:<user>`, `g:<group>`): not a subagent, replay or clock thread, nor a Studio copy.
+CHAT_SESSION = re.compile(r"^[fg]:[^/\s]+$")
+
+
+async def recent_sessions(saver: BaseCheckpointSaver, n: int) -> list[str]:
+    """The n chat sessions written to most recently, newest first (checkpoint ids are time-ordered)."""
+    if isinstance(saver, AsyncSqliteSaver):
+        await saver.setup()
+        async with saver.lock, saver.conn.execute(RECENT_SQL) as cur:
+            keys = [str(key) for key, _ in await cur.fetchall()]
+    else:
+        newest: dict[str, str] = {}
+        async for item in saver.alist(None):
+            c = item.config["configurable"]
+            if c.get("checkpoint_ns", "") == "":
+                newest[c["thread_id"]] = max(newest.get(c["thread_id"], ""), c["checkpoint_id"])
+        keys = sorted(newest, key=newest.__getitem__, reverse=True)
+    return [k for k in keys if CHAT_SESSION.match(k)][:n]
 
 
 async def session_history(saver: BaseCheckpointSaver, session_key: str) -> list[StepInfo]:

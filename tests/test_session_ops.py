@@ -262,3 +262,35 @@ async def test_the_session_commands_from_the_command_line(scripted_llm, make_cha
     full = logs_cli._query_full(row)
     assert "time({}) → ok" in full and "replay:" not in full  # a new session: nothing to replay from
     assert "(new session)" in full and logs_cli._query_line(bare) and logs_cli._query_full(bare)
+
+
+async def test_a_reader_that_stops_early_ends_the_command_quietly(scripted_llm, make_chat, tmp_path):
+    """`ania sessions export KEY | head` used to end in a BrokenPipeError traceback. The pipe's reading end is
+    closed before the command writes, so every write fails; each command must exit 141 with nothing on stderr."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    chat = await make_chat(make_settings(scripted_llm))
+    scripted_llm.script([Reply("ok " * 50_000)])  # an export far larger than a pipe's buffer
+    await chat.say(SESSION, "u1", "a long answer, please")
+    await chat.engine.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANIA_")}
+    env.update(ANIA_CONFIG_DIR=str(tmp_path / "config"), ANIA_DATA_DIR=str(tmp_path / "data"))
+    ania = Path(sys.executable).parent / "ania"
+
+    def run(*args: str) -> tuple[int, str]:
+        read, write = os.pipe()
+        os.close(read)  # the reader is gone before the first line
+        try:
+            r = subprocess.run([str(ania), *args], stdout=write, stderr=subprocess.PIPE, env=env, timeout=60)
+        finally:
+            os.close(write)
+        return r.returncode, r.stderr.decode(errors="replace")
+
+    for args in (("sessions", "export", SESSION), ("sessions", "export", SESSION, "--format", "md"),
+                 ("sessions", "show", SESSION), ("sessions", "list"), ("sessions", "history", SESSION),
+                 ("logs", "queries"), ("logs", "show", "1"), ("kb", "list")):
+        code, err = await asyncio.to_thread(run, *args)
+        assert (code, err) == (141, ""), args

@@ -38,6 +38,10 @@ READY_SEC = 60
 #: Needs approval in these tests (a tool the other runs do not call, so one server serves all tests).
 APPROVAL_TOOL = "todo_write"
 TODO_ARGS = {"todos": [{"content": "Check the time", "status": "pending"}]}
+#: A bot session made by a real turn before the server starts: Studio lists it when it starts.
+EARLY_SESSION = "g:early"
+#: Sessions written before it, oldest first: with it, two more than the 20 most recent that Studio lists.
+OLDER_SESSIONS = tuple(f"g:old{i:02}" for i in range(21))
 
 
 
@@ -51,6 +55,10 @@ def _studio_config(tmp: Path) -> Path:
     checkpointer = config["checkpointer"]["path"]
     path, _, var = checkpointer.partition(":")
     assert (ROOT / path).is_file(), f"langgraph.json: {checkpointer} does not exist relative to the repo root"
+    if "http" in config:  # the app that guards the server (ania/studio_http.py)
+        app_path, _, app_var = config["http"]["app"].partition(":")
+        assert (ROOT / app_path).is_file(), f"langgraph.json: http.app {app_path} does not exist"
+        config["http"] = {**config["http"], "app": f"{(ROOT / app_path).resolve()}:{app_var}"}
     out = tmp / "langgraph.json"
     out.write_text(json.dumps({**config, "graphs": graphs,
                                "checkpointer": {"path": f"{(ROOT / path).resolve()}:{var}"}}))
@@ -105,6 +113,7 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     env.update(OFFLINE_ENV, PYTHONPATH=str(ROOT), ANIA_CONFIG_DIR=str(tmp / "config"), ANIA_DATA_DIR=str(tmp / "data"),
                ANIA_LLM__BASE_URL=llm.base_url, ANIA_LLM__MODEL="scripted-model", ANIA_LLM__API_KEY="k",
                ANIA_LLM__MAX_RETRIES="0", ANIA_APPROVAL__TOOLS=json.dumps([APPROVAL_TOOL]))
+    _bot_turn(tmp, llm, EARLY_SESSION, "what did we decide yesterday?", "the early answer", before=OLDER_SESSIONS)
     log = tmp / "langgraph-dev.log"
     # --allow-blocking: the app store is synchronous SQLite (as in `make studio`).
     cmd = [str(LANGGRAPH), "dev", "--config", str(_studio_config(tmp)), "--no-browser", "--no-reload",
@@ -140,6 +149,34 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(5)
         llm.stop()
+
+
+def _bot_turn(tmp: Path, llm: ScriptedOpenAI, key: str, text: str, reply: str, *,
+              before: tuple[str, ...] = ()) -> list[str]:
+    """A real turn of the bot on the data directory the server serves (after one turn in each session of
+    `before`, oldest first); the session's messages after it."""
+    import asyncio
+
+    from ania.engine import Engine
+    from ania.platforms.bridge import ChatBridge
+    from checkpoints.sessions import session_messages
+    from tests.conftest import make_settings
+
+    (tmp / "config").mkdir(exist_ok=True)
+
+    async def turn() -> list[str]:
+        engine = await Engine.start(tmp / "config", tmp / "data", settings=make_settings(llm))
+        try:
+            llm.script([Reply("ok")] * len(before) + [Reply(reply)])
+            for other in before:
+                await engine.run_turn(other, "u1", "hello", ChatBridge(_discard, tmp / "outbox"))
+            await engine.run_turn(key, "u1", text, ChatBridge(_discard, tmp / "outbox"))
+            return [str(m.content) for m in await session_messages(engine.graph, key)]
+        finally:
+            await engine.close()
+            llm.reset()
+
+    return asyncio.run(turn())
 
 
 @pytest.fixture
@@ -302,43 +339,135 @@ def test_importing_the_studio_module_needs_no_configuration(tmp_path: Path) -> N
 def test_a_bot_session_opens_in_studio_and_the_original_stays(studio: Studio, llm: ScriptedOpenAI, monkeypatch,
                                                               capsys) -> None:
     """The server runs on the bot's own data/checkpoints.db; `ania sessions studio` copies a session keyed
-    g:team to its UUID thread and registers it; a run there acts as g:team and leaves the bot's thread as it was."""
+    g:team to its UUID thread and registers it; a run there acts as g:team and leaves the bot's thread as it was.
+    The server asked for a taken port and serves on another: the command finds it without --url (the URL the
+    server recorded in the data directory), and GET /threads/{id} shows the session's messages at once."""
     import asyncio
 
     from ania.cli import main
-    from ania.engine import Engine
-    from ania.platforms.bridge import ChatBridge
     from ania.studio_checkpointer import studio_thread_id
-    from checkpoints.sessions import session_messages
-    from tests.conftest import make_settings
 
     tmp = studio.log.parent
-    (tmp / "config").mkdir(exist_ok=True)
-
-    async def bot_turn() -> list[str]:
-        engine = await Engine.start(tmp / "config", tmp / "data", settings=make_settings(llm))
-        try:
-            llm.script([Reply("the bot's answer")])
-            await engine.run_turn("g:team", "u1", "what happened at 14:00?", ChatBridge(_discard, tmp / "outbox"))
-            return [m.content for m in await session_messages(engine.graph, "g:team")]
-        finally:
-            await engine.close()
-
-    before = asyncio.run(bot_turn())
+    before = _bot_turn(tmp, llm, "g:team", "what happened at 14:00?", "the bot's answer")
     monkeypatch.setenv("ANIA_DATA_DIR", str(tmp / "data"))
     monkeypatch.setenv("ANIA_CONFIG_DIR", str(tmp / "config"))
     url = str(studio.http.base_url).rstrip("/")
-    assert main(["sessions", "studio", "g:team", "--url", url]) == 0
+    assert main(["sessions", "studio", "g:team"]) == 0
     thread = studio_thread_id("g:team")
-    assert thread in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert thread in out and f"baseUrl={url}" in out
     shown = [m["content"] for m in studio.state(thread)["values"]["messages"]]
     assert shown == before
+    listed = studio.http.get(f"/threads/{thread}").json()
+    assert [m["content"] for m in listed["values"]["messages"]] == before and listed["metadata"]["session"] == "g:team"
     llm.script([Reply("studio answer")])
     out = studio.say(thread, "and then?")
     assert _last(out)["content"] == "studio answer"
     assert "[u1] what happened at 14:00?" in str(llm.requests[-1].messages)  # the group's history, as g:team
     assert asyncio.run(_messages(tmp / "data", "g:team")) == before  # the bot's own thread is untouched
     assert main(["sessions", "studio", "g:nobody", "--url", url]) == 1
+
+
+def test_sessions_studio_names_the_server_it_could_not_reach(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A studio.json left by a server that is gone is ignored (its pid is dead): the default port is tried and the
+    error says no running server is recorded; --port names another."""
+    from ania.cli import main
+
+    llm = ScriptedOpenAI().start()
+    try:
+        _bot_turn(tmp_path, llm, "g:gone", "hello", "hi")
+    finally:
+        llm.stop()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(30)
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()  # nothing listens there
+    (tmp_path / "data" / "studio.json").write_text(json.dumps({"url": f"http://127.0.0.1:{port}", "pid": dead.pid}))
+    monkeypatch.setenv("ANIA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("ANIA_CONFIG_DIR", str(tmp_path / "config"))
+    assert main(["sessions", "studio", "g:gone", "--port", str(port)]) == 1
+    err = capsys.readouterr().err
+    assert f"the Studio server at http://127.0.0.1:{port} did not take it" in err and "--url/--port" in err
+    assert main(["sessions", "studio", "g:gone"]) == 1
+    err = capsys.readouterr().err
+    assert f"127.0.0.1:{port}" not in err, "a stale studio.json must be ignored"
+    assert "no running Studio server recorded in" in err
+
+
+def test_the_bot_s_recent_sessions_are_listed_when_studio_starts(studio: Studio) -> None:
+    """g:early had a real turn before the server started: it is a thread at once, with its messages, and the
+    server recorded its real URL (and pid) in the data directory for `ania sessions studio`."""
+    from ania.studio_checkpointer import studio_thread_id
+
+    r = studio.http.post("/threads/search", json={"metadata": {"session": EARLY_SESSION}})
+    r.raise_for_status()
+    (thread,) = r.json()
+    assert thread["thread_id"] == studio_thread_id(EARLY_SESSION)
+    assert [m["content"] for m in thread["values"]["messages"]][-2:] == ["[u1] what did we decide yesterday?",
+                                                                          "the early answer"]
+    assert studio.http.get(f"/threads/{thread['thread_id']}").json()["values"] == thread["values"]
+    r = studio.http.post("/threads/search", json={"limit": 100})
+    r.raise_for_status()
+    listed = {t["metadata"].get("session") for t in r.json()} - {None}
+    assert {EARLY_SESSION, *OLDER_SESSIONS[2:]} <= listed and not listed & set(OLDER_SESSIONS[:2])
+    recorded = json.loads((studio.log.parent / "data" / "studio.json").read_text())
+    assert recorded == {"url": studio.served_url(), "pid": recorded["pid"]} and recorded["pid"] != os.getpid()
+
+
+#: A simple request a web page may send without a preflight: `text/plain`, and the body is still JSON.
+SIMPLE = {"Content-Type": "text/plain"}
+EVIL = "https://evil.example"
+
+
+def test_a_foreign_web_page_cannot_drive_studio(studio: Studio, llm: ScriptedOpenAI) -> None:
+    """Studio runs as the local admin: a page from another origin is refused (403) before anything runs, its
+    preflight too, with no CORS or private-network grant; Studio's web app, local pages and clients without an
+    Origin still work. A page that rebinds its own DNS name to 127.0.0.1 (Host: its name) is refused as well."""
+    llm.script([Reply("admin answer")] * 5)
+    run = json.dumps({"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": "bot.admins?"}]}})
+    thread = studio.thread()
+    for path in ("/runs/wait", f"/threads/{thread}/runs/wait", "/runs"):
+        r = studio.http.post(path, content=run, headers={**SIMPLE, "Origin": EVIL})
+        assert r.status_code == 403 and EVIL in r.json()["detail"], (path, r.status_code, r.text)
+        assert "access-control-allow-origin" not in r.headers
+    for origin in (EVIL, "null", "http://localhost.evil.example:2024", "http://127.0.0.1.nip.io"):
+        r = studio.http.request("OPTIONS", "/runs/wait", headers={
+            "Origin": origin, "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type", "Access-Control-Request-Private-Network": "true"})
+        assert r.status_code == 403, origin
+        assert not {"access-control-allow-origin", "access-control-allow-private-network"} & set(r.headers), origin
+    r = studio.http.get(f"/threads/{thread}", headers={"Host": f"rebound.evil.example:{studio.http.base_url.port}"})
+    assert r.status_code == 403
+    assert llm.requests == [], "no run may have started"
+    assert studio.state(thread)["values"] == {}
+    for origin in ("https://smith.langchain.com", "http://localhost:5173", "http://127.0.0.1:8080", "http://[::1]:3000"):
+        r = studio.http.request("OPTIONS", "/runs/wait", headers={
+            "Origin": origin, "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type", "Access-Control-Request-Private-Network": "true"})
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == origin, origin
+        assert r.headers["access-control-allow-private-network"] == "true"
+    for origin in ("https://smith.langchain.com", "http://localhost:5173"):
+        r = studio.http.post("/runs/wait", content=run, headers={"Content-Type": "application/json", "Origin": origin})
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == origin
+        assert _last(r.json())["content"] == "admin answer"
+    assert len(llm.requests) == 2
+    assert studio.http.post("/runs/wait", content=run, headers={"Content-Type": "application/json"}).status_code == 200
+
+
+def test_langgraph_json_allows_the_origins_the_guard_allows() -> None:
+    """The CORS headers langgraph-api sends and the guard in front of it agree (langgraph.json http.cors)."""
+    import re as re_
+
+    from ania.studio_http import STUDIO_ORIGINS, allowed_origin
+
+    cors = json.loads((ROOT / "langgraph.json").read_text())["http"]["cors"]
+    assert tuple(cors["allow_origins"]) == STUDIO_ORIGINS
+    for origin in ("http://localhost", "http://localhost:2024", "https://127.0.0.1:1", "http://[::1]:3000",
+                   "http://localhost.evil.example", "https://evil.example", "null", "http://127.0.0.1:80/x"):
+        assert bool(re_.fullmatch(cors["allow_origin_regex"], origin)) == allowed_origin(origin) or \
+            origin in STUDIO_ORIGINS, origin
 
 
 async def _discard(text: str) -> None:
