@@ -1,0 +1,123 @@
+"""The bash tool's resource limits (issue 22, item 9), attacked through the real engine: a fork bomb,
+memory bombs, a file size bomb and a CPU loop each fail inside the call, say which limit they hit,
+and another chat is answered meanwhile. Unsandboxed and, where bubblewrap works, sandboxed.
+
+Every bomb here is bounded on its own (at most 200 `sleep` processes, a timeout, a kill at the end):
+the machine running the tests is shared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ania.fakes.openai_server import Calls, Reply
+from services.sandbox import limits as rlimits
+from services.sandbox.bwrap import SANDBOX_PATH
+from tests.conftest import make_settings
+from tests.test_bash import mode, procs_with, wait_no_procs  # noqa: F401 - the fixture
+
+PY = shutil.which("python3", path=SANDBOX_PATH)  # the system's: the bot's virtualenv is hidden in the sandbox
+NEEDS_PY = pytest.mark.skipif(PY is None, reason="no system python3 to write the bombs with")
+SLEEP = "sleep 5.221"  # a token of our own, so other tests' sleeps are not counted
+#: Tries to hold 200 sleeping processes; prints how many it got and why it stopped; kills them at the end.
+FORK_BOMB = (f"{PY} -c 'import subprocess\nps = []\ntry:\n    for _ in range(200):\n"
+             f"        ps.append(subprocess.Popen([\"sleep\", \"{SLEEP.split()[1]}\"]))\n"
+             "except OSError as e:\n    print(e)\nprint(\"started\", len(ps))\nfor p in ps:\n    p.kill()\n'")
+
+
+def responder(body: dict[str, Any]) -> Reply | Calls:
+    """`run: CMD` calls bash with CMD, a tool result is echoed back as the answer, anything else is greeted."""
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return Reply("result:\n" + str(last["content"]))
+    text = str(last.get("content") or "")
+    if "run: " in text:
+        return Calls([("bash", {"command": text.split("run: ", 1)[1]})])
+    return Reply("hi there")
+
+
+async def chat_with_limits(scripted_llm, make_chat, tmp_path: Path, sandbox: str, data: str = "data", **limits: int):
+    scripted_llm.respond_with(responder)
+    bash = {"enable": True, "workdir": str(tmp_path / "ws"), "sandbox": sandbox, "timeout_sec": 60, **limits}
+    return await make_chat(make_settings(scripted_llm, approval={"enable": False}, bash=bash), data=tmp_path / data)
+
+
+async def run(chat, command: str, session: str = "g:1") -> str:
+    out = await chat.say(session, "u1", f"run: {command}")
+    assert out and out[-1].startswith("result:\n"), out
+    return out[-1].removeprefix("result:\n")
+
+
+async def test_the_defaults_apply(scripted_llm, make_chat, tmp_path: Path, mode: str) -> None:  # noqa: F811
+    chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, mode)
+    out = await run(chat, "ulimit -u; ulimit -v; ulimit -f; ulimit -t; ulimit -c")
+    nproc, vmem, fsize, cpu, core = out.split("\n")
+    assert int(nproc) in (64, 65) and vmem == str(512 * 1024) and fsize == str(64 * 1024) and cpu == "30"
+    assert core == "0"
+
+
+@NEEDS_PY
+async def test_a_fork_bomb_is_bounded_and_another_chat_is_answered(scripted_llm, make_chat, tmp_path: Path,
+                                                                   mode: str) -> None:  # noqa: F811
+    chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, mode, max_processes=16)
+    bomb = asyncio.create_task(run(chat, FORK_BOMB))
+    try:
+        for _ in range(500):  # until the bomb holds its processes (or has ended)
+            if procs_with(SLEEP) or bomb.done():
+                break
+            await asyncio.sleep(0.02)
+        held = len(procs_with(SLEEP))
+        assert await chat.say("g:2", "u2", "hello") == ["hi there"]  # the bot answers meanwhile
+        out = await asyncio.wait_for(bomb, 60)
+    finally:
+        bomb.cancel()
+        assert wait_no_procs(SLEEP)
+    started = int(out.split("started ")[1].split()[0])
+    assert 1 <= started < 16 and held < 16, out  # not 200
+    assert "Resource temporarily unavailable" in out
+    assert "[process limit reached (bash.max_processes = 16)" in out
+
+
+@NEEDS_PY
+async def test_memory_bombs_fail(scripted_llm, make_chat, tmp_path: Path, mode: str) -> None:  # noqa: F811
+    chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, mode, max_memory_mb=256)
+    out = await run(chat, f"{PY} -c 'x = bytearray(1200 * 1024 * 1024); print(len(x))'")
+    assert "MemoryError" in out and "1258291200" not in out
+    assert "memory limit (bash.max_memory_mb = 256 MB" in out
+    out = await run(chat, "x=$(head -c 400M /dev/zero | tr '\\0' a); echo ${#x}")
+    assert "419430400" not in out and "cannot allocate" in out and "bash.max_memory_mb = 256" in out
+
+
+async def test_a_file_size_bomb_fails_at_the_limit(scripted_llm, make_chat, tmp_path: Path, mode: str) -> None:  # noqa: F811
+    chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, mode, max_file_mb=8)
+    out = await run(chat, "head -c 300M /dev/zero > big; dd if=/dev/zero of=big2 bs=1M count=300 2>/dev/null")
+    assert "[stopped by SIGXFSZ: a file reached the size limit (bash.max_file_mb = 8 MB)]" in out
+    sizes = [os.path.getsize(tmp_path / "ws" / f) for f in ("big", "big2")]
+    assert sizes == [8 * 1024 * 1024] * 2
+
+
+@NEEDS_PY
+async def test_a_cpu_loop_ends_at_the_cpu_limit(scripted_llm, make_chat, tmp_path: Path, mode: str) -> None:  # noqa: F811
+    chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, mode, max_cpu_sec=2)
+    out = await run(chat, f"{PY} -c 'while True: pass'")
+    assert "[stopped by SIGXCPU: a process used its CPU time (bash.max_cpu_sec = 2 s)]" in out
+    assert "timed out" not in out
+
+
+async def test_a_process_limit_that_cannot_be_applied_refuses_the_call(scripted_llm, make_chat, tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    """Root with no pids cgroup: RLIMIT_NPROC would not bind, so the call is refused (fail closed)."""
+    if rlimits.nproc_binds():
+        pytest.skip("RLIMIT_NPROC binds this user: the limit applies without a cgroup")
+    monkeypatch.setattr(rlimits.cgroup, "find", lambda name: None)  # a host without a writable cgroup fs
+    chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, "off", max_processes=16)
+    out = await run(chat, "echo ran")
+    assert "bash.max_processes cannot be applied" in out and "ran" not in out.split("\n")
+    chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, "off", data="data2", max_processes=0)
+    assert await run(chat, "echo ran") == "ran"  # the operator's choice: no process limit
