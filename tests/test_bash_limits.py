@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,7 @@ from ania.fakes.openai_server import Calls, Reply
 from services.sandbox import limits as rlimits
 from services.sandbox.bwrap import SANDBOX_PATH
 from tests.conftest import make_settings
-from tests.test_bash import mode, procs_with, wait_no_procs  # noqa: F401 - the fixture
+from tests.test_bash import NEEDS_BWRAP, mode, procs_with, wait_no_procs  # noqa: F401 - the fixture
 
 PY = shutil.which("python3", path=SANDBOX_PATH)  # the system's: the bot's virtualenv is hidden in the sandbox
 NEEDS_PY = pytest.mark.skipif(PY is None, reason="no system python3 to write the bombs with")
@@ -121,3 +124,46 @@ async def test_a_process_limit_that_cannot_be_applied_refuses_the_call(scripted_
     assert "bash.max_processes cannot be applied" in out and "ran" not in out.split("\n")
     chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, "off", data="data2", max_processes=0)
     assert await run(chat, "echo ran") == "ran"  # the operator's choice: no process limit
+
+
+@NEEDS_BWRAP
+async def test_a_tmp_filler_in_the_sandbox_is_bounded(scripted_llm, make_chat, tmp_path: Path) -> None:
+    """The sandbox's /tmp is memory (a tmpfs): it is capped at half of bash.max_memory_mb."""
+    chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, "bwrap", max_memory_mb=128, max_file_mb=8)
+    out = await run(chat, "for i in $(seq 40); do head -c 8M /dev/zero > /tmp/f$i || break; done; du -sm /tmp")
+    assert "No space left on device" in out and int(out.split("\n")[-1].split()[0]) <= 65, out  # du rounds up
+
+
+NOBODY_CHILD = """
+import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from services.sandbox.bwrap import bwrap_args, probe
+from services.sandbox.limits import Limits, nproc_binds, problem
+from services.sandbox.run import run_command
+ws, limits = Path(sys.argv[2]), Limits(max_processes=16)
+sandbox = bwrap_args(ws, disable_userns=probe()[1]) if sys.argv[3] == "bwrap" else None
+print("binds", nproc_binds(), "problem", repr(problem(limits)))
+print(asyncio.run(run_command(sys.argv[4], ws, 60, sandbox, limits)))
+"""
+
+
+@NEEDS_PY
+@pytest.mark.skipif(os.getuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to act as nobody")
+def test_as_a_normal_user_the_per_user_process_limit_binds(mode: str) -> None:  # noqa: F811
+    """No cgroup for a normal user: RLIMIT_NPROC bounds the bomb (inside bwrap, counted per namespace)."""
+    ws = Path(tempfile.mkdtemp(prefix="ania-nobody-"))
+    try:
+        os.chown(ws, 65534, 65534)
+        ws.chmod(0o755)
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", NOBODY_CHILD,
+                str(Path(__file__).resolve().parents[1]), str(ws), mode, FORK_BOMB]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, cwd=ws)
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+        assert wait_no_procs(SLEEP)
+    if "binds" not in done.stdout:
+        pytest.skip(f"cannot run the bot's python as nobody here: {done.stderr[-300:]}")
+    assert "binds True problem ''" in done.stdout, done.stdout + done.stderr
+    started = int(done.stdout.split("started ")[1].split()[0])
+    assert 1 <= started < 16 and "[process limit reached (bash.max_processes = 16)" in done.stdout, done.stdout

@@ -215,7 +215,7 @@ class BashTool(Tool[BashParams]):
         if self.sandboxed:
             self.workdir.mkdir(parents=True, exist_ok=True)
             sandbox = bwrap_args(self.workdir, network=self.settings.network, hide=self._hide,
-                                 disable_userns=probe()[1], tmp_mb=self.settings.max_memory_mb)
+                                 disable_userns=probe()[1], tmp_mb=self.settings.max_memory_mb // 2)
         return await run_command(args.command, self.workdir, timeout, sandbox, self.limits)
 
 
