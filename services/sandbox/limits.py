@@ -37,14 +37,17 @@ class Limits:
     max_file_mb: int = 0
     max_cpu_sec: int = 0
 
-    def prlimit_argv(self, prlimit: str, sandboxed: bool) -> list[str]:
+    def prlimit_argv(self, prlimit: str, sandboxed: bool, memory_cgroup: bool = False) -> list[str]:
         """`prlimit ... --` that applies the limits to the command it execs (hard = soft, except CPU:
-        SIGXCPU at the soft limit, SIGKILL a second later)."""
+        SIGXCPU at the soft limit, SIGKILL a second later). Memory: RLIMIT_AS bounds everything a
+        process maps, but a JVM or node cannot even start under 512 MB of it (they reserve address
+        space); with a memory cgroup bounding the whole command, RLIMIT_DATA (private writable
+        memory: malloc, the usual bomb) is enough per process and lets them run."""
         argv = [prlimit, "--core=0"]
         if self.max_processes:  # + bwrap's init, which the namespace counts too
             argv.append(f"--nproc={self.max_processes + int(sandboxed)}")
         if self.max_memory_mb:
-            argv.append(f"--as={self.max_memory_mb * MB}")
+            argv.append(f"--{'data' if memory_cgroup else 'as'}={self.max_memory_mb * MB}")
         if self.max_file_mb:
             argv.append(f"--fsize={self.max_file_mb * MB}")
         if self.max_cpu_sec:

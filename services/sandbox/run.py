@@ -92,14 +92,15 @@ def kill_escapes(marker: bytes, leader: int, started: int) -> int:
     return killed
 
 
-def _limited(command: str, limits: rlimits.Limits, sandboxed: bool) -> list[str]:
+def _limited(command: str, limits: rlimits.Limits, sandboxed: bool, group: Group | None) -> list[str]:
     """The shell running `command`, under `prlimit` when there are limits."""
     if limits == rlimits.Limits():
         return [SHELL, "-c", command]
     prlimit = rlimits.prlimit_path()
     if not prlimit:
         raise ToolError(rlimits.problem(limits))
-    return [*limits.prlimit_argv(prlimit, sandboxed), SHELL, "-c", command]
+    memory_cgroup = group is not None and "memory" in group.dirs
+    return [*limits.prlimit_argv(prlimit, sandboxed, memory_cgroup), SHELL, "-c", command]
 
 
 async def _group(token: str, limits: rlimits.Limits, sandboxed: bool) -> Group | None:
@@ -121,14 +122,14 @@ async def run_command(command: str, cwd: Path, timeout: float, sandbox: list[str
     limit was hit."""
     cwd.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - a stat call, no real I/O wait
     token, limits = secrets.token_hex(12), limits or rlimits.Limits()
-    shell = _limited(command, limits, bool(sandbox))
-    if sandbox:
-        argv, env, marker = [*sandbox, *shell], sandbox_env(cwd), b""
-    else:
-        argv, env = shell, minimal_env(str(cwd), **{MARKER_VAR: token})
-        marker = f"\0{MARKER_VAR}={token}\0".encode()
     group = await _group(token, limits, bool(sandbox))
     try:
+        shell = _limited(command, limits, bool(sandbox), group)
+        if sandbox:
+            argv, env, marker = [*sandbox, *shell], sandbox_env(cwd), b""
+        else:
+            argv, env = shell, minimal_env(str(cwd), **{MARKER_VAR: token})
+            marker = f"\0{MARKER_VAR}={token}\0".encode()
         return await _run(argv, env, cwd, timeout, marker, group, limits)
     finally:
         if group is not None:
