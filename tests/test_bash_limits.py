@@ -173,3 +173,19 @@ def test_as_a_normal_user_the_per_user_process_limit_binds(mode: str) -> None:  
     assert "binds True problem ''" in done.stdout, done.stdout + done.stderr
     started = int(done.stdout.split("started ")[1].split()[0])
     assert 1 <= started < 16 and "[process limit reached (bash.max_processes = 16)" in done.stdout, done.stdout
+
+
+def test_groups_a_killed_bot_left_behind_are_removed() -> None:
+    pids = rlimits.cgroup.find("pids")
+    if pids is None:
+        pytest.skip("no pids cgroup can be made here")
+    stale, live = pids.base / "ania-bash-999999999-0badc0de", pids.base / f"ania-bash-{os.getpid()}-0badc0de"
+    stale.mkdir()
+    live.mkdir()
+    try:
+        rlimits.cgroup.find.__wrapped__("pids")  # the next bot's first look
+        assert not stale.exists() and live.exists()  # ours (a live pid) stays
+    finally:
+        for d in (stale, live):
+            if d.exists():
+                d.rmdir()

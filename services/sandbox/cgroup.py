@@ -84,6 +84,7 @@ def find(name: str) -> Controller | None:
         return None
     if c is None:
         return None
+    _remove_stale(c.base)
     probe = c.base / f"{PREFIX}probe-{os.getpid()}"
     try:
         probe.mkdir()
@@ -93,6 +94,15 @@ def find(name: str) -> Controller | None:
     with contextlib.suppress(OSError):
         probe.rmdir()
     return c if works else None
+
+
+def _remove_stale(base: Path) -> None:
+    """Remove the empty groups a bot that was killed left behind (ania-bash-<its pid>-<token>)."""
+    for d in base.glob(f"{PREFIX}*-*"):
+        pid = d.name.removeprefix(PREFIX).split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            with contextlib.suppress(OSError):
+                d.rmdir()  # fails while a process is still in it: left alone
 
 
 class Group:
