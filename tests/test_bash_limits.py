@@ -9,6 +9,7 @@ the machine running the tests is shared.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import subprocess
@@ -27,6 +28,8 @@ from tests.test_bash import NEEDS_BWRAP, mode, procs_with, wait_no_procs  # noqa
 
 PY = shutil.which("python3", path=SANDBOX_PATH)  # the system's: the bot's virtualenv is hidden in the sandbox
 NEEDS_PY = pytest.mark.skipif(PY is None, reason="no system python3 to write the bombs with")
+NEEDS_NPROC = pytest.mark.skipif(bool(rlimits.unenforceable(rlimits.Limits(max_processes=16))[0]),
+                                 reason="root without a writable pids cgroup: no process limit binds here")
 SLEEP = "sleep 5.221"  # a token of our own, so other tests' sleeps are not counted
 #: Tries to hold 200 sleeping processes; prints how many it got and why it stopped; kills them at the end.
 FORK_BOMB = (f"{PY} -c 'import subprocess\nps = []\ntry:\n    for _ in range(200):\n"
@@ -67,6 +70,7 @@ async def test_the_defaults_apply(scripted_llm, make_chat, tmp_path: Path, mode:
 
 
 @NEEDS_PY
+@NEEDS_NPROC
 async def test_a_fork_bomb_is_bounded_and_another_chat_is_answered(scripted_llm, make_chat, tmp_path: Path,
                                                                    mode: str) -> None:  # noqa: F811
     chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, mode, max_processes=16)
@@ -117,16 +121,23 @@ async def test_a_cpu_loop_ends_at_the_cpu_limit(scripted_llm, make_chat, tmp_pat
 
 
 async def test_a_process_limit_that_cannot_be_applied_refuses_the_call(scripted_llm, make_chat, tmp_path: Path,
-                                                                       monkeypatch) -> None:
-    """Root with no pids cgroup: RLIMIT_NPROC would not bind, so the call is refused (fail closed)."""
+                                                                       monkeypatch, caplog) -> None:
+    """Root with no pids cgroup: RLIMIT_NPROC would not bind. A limit the operator set refuses the call
+    (fail closed); the default one is dropped with one warning, like bash.sandbox = "auto"."""
     if rlimits.nproc_binds():
         pytest.skip("RLIMIT_NPROC binds this user: the limit applies without a cgroup")
     monkeypatch.setattr(rlimits.cgroup, "find", lambda name: None)  # a host without a writable cgroup fs
     chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, "off", max_processes=16)
     out = await run(chat, "echo ran")
     assert "bash.max_processes cannot be applied" in out and "ran" not in out.split("\n")
-    chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, "off", data="data2", max_processes=0)
-    assert await run(chat, "echo ran") == "ran"  # the operator's choice: no process limit
+    assert "Set bash.max_processes = 0 to run without it" in out
+    assert any(r.levelno == logging.ERROR and "every bash call is refused" in r.message for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tools.bash"):
+        chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, "off", data="data2")  # the defaults
+    warnings = [r.message for r in caplog.records if r.name == "tools.bash"]
+    assert len(warnings) == 1 and "commands run WITHOUT it" in warnings[0] and "bash.max_processes" in warnings[0]
+    assert await run(chat, "echo ran; ulimit -f") == f"ran\n{64 * 1024}"  # the other limits still apply
 
 
 @NEEDS_BWRAP
@@ -145,11 +156,11 @@ import asyncio, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from services.sandbox.bwrap import bwrap_args, probe
-from services.sandbox.limits import Limits, nproc_binds, problem
+from services.sandbox.limits import Limits, nproc_binds, unenforceable
 from services.sandbox.run import run_command
 ws, limits = Path(sys.argv[2]), Limits(max_processes=16)
 sandbox = bwrap_args(ws, disable_userns=probe()[1]) if sys.argv[3] == "bwrap" else None
-print("binds", nproc_binds(), "problem", repr(problem(limits)))
+print("binds", nproc_binds(), "problem", repr(unenforceable(limits)[1]))
 print(asyncio.run(run_command(sys.argv[4], ws, 60, sandbox, limits)))
 """
 

@@ -22,6 +22,7 @@ what bounds the damage to the workspace. Commands get a minimal environment, nev
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -142,6 +143,23 @@ def outside_workspace(segments: tuple[str, ...], workdir: Path) -> str:
     return ""
 
 
+def resource_limits(settings: BashSettings) -> tuple[rlimits.Limits, str]:
+    """The limits commands run with, and why every call is refused ("" when none is). Like
+    `bash.sandbox = "auto"`: a default limit that cannot be applied here is dropped with one warning;
+    one the operator set is required, and bash is refused without it (fail closed)."""
+    limits = rlimits.Limits(settings.max_processes, settings.max_memory_mb, settings.max_file_mb,
+                            settings.max_cpu_sec)
+    names, why = rlimits.unenforceable(limits)
+    if not names:
+        return limits, ""
+    if asked := [n for n in names if n in settings.model_fields_set]:
+        log.error("bash: %s; every bash call is refused", why)
+        return limits, f"{why}. Set {', '.join(f'bash.{n} = 0' for n in asked)} to run without it"
+    log.warning("bash: %s; commands run WITHOUT it (set %s to require it, or 0 to accept this)", why,
+                " and ".join(f"bash.{n}" for n in names))
+    return dataclasses.replace(limits, **dict.fromkeys(names, 0)), ""
+
+
 class BashTool(Tool[BashParams]):
     name = "bash"
     description = BASH_DESCRIPTION
@@ -155,11 +173,7 @@ class BashTool(Tool[BashParams]):
         self.blacklist = _compile("bash.blacklist", settings.blacklist)
         self.whitelist = _compile("bash.whitelist", settings.whitelist)
         self.mode, self.sandbox_problem = sandbox_mode(settings.sandbox)
-        self.limits = rlimits.Limits(settings.max_processes, settings.max_memory_mb, settings.max_file_mb,
-                                     settings.max_cpu_sec)
-        self.limits_problem = rlimits.problem(self.limits)
-        if self.limits_problem:
-            log.error("bash: %s; every bash call is refused", self.limits_problem)
+        self.limits, self.limits_problem = resource_limits(settings)
         self._hide = bot_dirs(default_workdir.parent, *hide)
         self.decide = functools.lru_cache(maxsize=CACHE_SIZE)(self._decide)
 

@@ -7,7 +7,7 @@ normal user RLIMIT_NPROC counts the command's own processes only (the kernel cou
 unsandboxed it counts every process of the bot's user, the bot's threads included. The first three
 bind root; RLIMIT_NPROC does not (the kernel exempts uid 0 and CAP_SYS_RESOURCE/CAP_SYS_ADMIN), and
 RLIMIT_AS bounds each process, not the tree: a cgroup per command (services/sandbox/cgroup.py) does
-both where the bot may make one. `problem` says when a limit the operator set cannot be applied.
+both where the bot may make one. `unenforceable` says which limits cannot be applied here.
 """
 
 from __future__ import annotations
@@ -80,18 +80,17 @@ def prlimit_path() -> str | None:
     return shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
 
 
-def problem(limits: Limits) -> str:
-    """Why a limit set cannot be applied here ("" when all can)."""
-    if limits == Limits():
-        return ""
-    if not prlimit_path():
-        return "prlimit (util-linux) is not installed, so no bash.max_* limit can be applied"
+def unenforceable(limits: Limits) -> tuple[list[str], str]:
+    """The limits set (`max_*` names) that cannot be applied here, and why; ([], "") when all can."""
+    names = [f for f in ("max_processes", "max_memory_mb", "max_file_mb", "max_cpu_sec") if getattr(limits, f)]
+    if names and not prlimit_path():
+        return names, "prlimit (util-linux) is not installed, so no bash.max_* limit can be applied"
     if limits.max_processes and not nproc_binds() and not cgroup.find("pids"):
-        return ("bash.max_processes cannot be applied: the bot runs as root (or with CAP_SYS_RESOURCE), which the "
-                "per-user process limit does not bind, and it cannot create a pids cgroup here (a writable "
-                "/sys/fs/cgroup). Run the bot as a normal user, give it a writable pids cgroup, or set "
-                "bash.max_processes = 0 to run commands without a process limit")
-    return ""
+        return ["max_processes"], (
+            "bash.max_processes cannot be applied: the bot runs as root (or with CAP_SYS_RESOURCE), which the "
+            "per-user process limit does not bind, and it cannot create a pids cgroup here (run it as a normal "
+            "user, or give it a writable /sys/fs/cgroup/pids)")
+    return [], ""
 
 
 def notes(limits: Limits, returncode: int | None, output: str, pids_refused: int, oom_kills: int) -> list[str]:

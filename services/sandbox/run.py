@@ -98,7 +98,7 @@ def _limited(command: str, limits: rlimits.Limits, sandboxed: bool, group: Group
         return [SHELL, "-c", command]
     prlimit = rlimits.prlimit_path()
     if not prlimit:
-        raise ToolError(rlimits.problem(limits))
+        raise ToolError(rlimits.unenforceable(limits)[1])
     memory_cgroup = group is not None and "memory" in group.dirs
     return [*limits.prlimit_argv(prlimit, sandboxed, memory_cgroup), SHELL, "-c", command]
 
