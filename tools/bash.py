@@ -17,7 +17,8 @@ component, a path outside the workspace, `~`, or a `$`/backtick expansion is nev
 
 Regexes cannot stop everything (code built at run time, scripts written then run, `python -c`,
 `find -exec`, whatever a whitelisted program can do itself): the sandbox (services/sandbox.py) is
-what bounds the damage to the workspace. Commands get a minimal environment, never the bot's.
+what bounds the damage to the workspace. Commands get a minimal environment, never the bot's, and
+resource limits (`bash.max_*`, services/sandbox/limits.py): processes, memory, file size, CPU time.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ then, unsandboxed, processes that escaped the group (`setsid`, `set -m`, double 
 and killed too: every child carries a unique marker variable (`ANIA_BASH_RUN`) in its environment,
 so a scan of /proc/*/environ of our uid finds them, and processes still in the command's session are
 found by their session id. A command that both clears its environment and starts a new session
-escapes this scan: only the sandbox (a PID namespace, services/sandbox.py) stops that. We never wait
+escapes this scan: only the sandbox (a PID namespace, services/sandbox.py) or the command's cgroup
+(services/sandbox/cgroup.py, where one can be made) stops that. Resource limits: sandbox/limits.py. We never wait
 for pipe EOF after the end: whatever is left is read for a short grace, then the pipe is closed, so
 a survivor holding it cannot stall the call.
 """
