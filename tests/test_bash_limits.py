@@ -200,3 +200,16 @@ def test_groups_a_killed_bot_left_behind_are_removed() -> None:
         for d in (stale, live):
             if d.exists():
                 d.rmdir()
+
+
+async def test_the_cgroup_also_ends_what_escaped_unsandboxed(scripted_llm, make_chat, tmp_path: Path) -> None:
+    """`env -i setsid` escapes the unsandboxed scan (no marker, a new session); not the command's cgroup."""
+    if rlimits.cgroup.find("pids") is None:
+        pytest.skip("no pids cgroup can be made here")
+    chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, "off")
+    try:
+        assert await run(chat, "env -i setsid sleep 303.7 & echo started") == "started"
+        assert wait_no_procs("sleep 303.7")
+    finally:
+        for pid in procs_with("sleep 303.7"):
+            os.kill(pid, 9)
