@@ -65,7 +65,9 @@ async def test_the_defaults_apply(scripted_llm, make_chat, tmp_path: Path, mode:
     out = await run(chat, "ulimit -u; ulimit -v; ulimit -d; ulimit -f; ulimit -t; ulimit -c")
     nproc, vmem, data, fsize, cpu, core = out.split("\n")
     memory = (data, vmem) if rlimits.cgroup.find("memory") else (vmem, data)  # AS without a memory cgroup
-    assert int(nproc) in (64, 65) and memory == (str(512 * 1024), "unlimited") and fsize == str(64 * 1024)
+    if not rlimits.unenforceable(rlimits.Limits(max_processes=64))[0]:  # else dropped with a warning (below)
+        assert int(nproc) in (64, 65)
+    assert memory == (str(512 * 1024), "unlimited") and fsize == str(64 * 1024)
     assert cpu == "30" and core == "0"
 
 
