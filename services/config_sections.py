@@ -81,6 +81,10 @@ class BashSettings(BaseModel):
         "auto", description="Run commands under bubblewrap: auto (when bwrap is installed), bwrap (required), off"
     )
     network: bool = Field(False, description="Let sandboxed commands use the network")
+    max_processes: int = Field(64, ge=0, description="Processes (threads too) of one command; 0 = none")
+    max_memory_mb: int = Field(512, ge=0, description="Memory of each process (and cgroup) of a command; 0 = none")
+    max_file_mb: int = Field(64, ge=0, description="Largest file a command may write; 0 = no limit")
+    max_cpu_sec: int = Field(30, ge=0, description="CPU seconds of each process of a command; 0 = no limit")
 
 
 class ApprovalSettings(BaseModel):

@@ -17,11 +17,13 @@ component, a path outside the workspace, `~`, or a `$`/backtick expansion is nev
 
 Regexes cannot stop everything (code built at run time, scripts written then run, `python -c`,
 `find -exec`, whatever a whitelisted program can do itself): the sandbox (services/sandbox.py) is
-what bounds the damage to the workspace. Commands get a minimal environment, never the bot's.
+what bounds the damage to the workspace. Commands get a minimal environment, never the bot's, and
+resource limits (`bash.max_*`, services/sandbox/limits.py): processes, memory, file size, CPU time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -34,6 +36,7 @@ from pydantic import BaseModel, Field
 
 from services.config import BashSettings, Settings
 from services.errors import ConfigError, ToolError
+from services.sandbox import limits as rlimits
 from services.sandbox.bwrap import bot_dirs, bwrap_args, probe
 from services.sandbox.run import MAX_OUTPUT_CHARS, run_command
 from tools.base import Tool
@@ -50,7 +53,8 @@ SandboxMode = Literal["bwrap", "off", "broken"]
 BASH_DESCRIPTION = (
     "Run a shell command line with bash in the bot's workspace directory and return its output "
     f"(stdout and stderr merged, at most {MAX_OUTPUT_CHARS} characters). Non-zero exit codes are reported. "
-    "Commands have a time limit; background processes are stopped when the command finishes. "
+    "Commands have limits on time, processes, memory, file size and CPU time; background processes are "
+    "stopped when the command finishes. "
     "It may run in a sandbox: only the workspace is writable and there may be no network. "
     "Some commands are refused by policy and others need a human's approval before they run; "
     "write plain simple commands (no here-documents, eval or backticks) so they can be checked."
@@ -63,6 +67,7 @@ UNSURE_REFUSED = (
     "bash command refused: it could not be checked fully against bash.blacklist ({doubt}) and no human "
     "approves commands (approval.enable is off). Write it as plain simple commands, or tell the user."
 )
+LIMITS_BROKEN = "bash is unavailable: {why}. An admin must change this."
 SANDBOX_BROKEN = (
     'bash is unavailable: bash.sandbox = "bwrap" requires bubblewrap, which does not work on this host '
     '({why}). An admin must install bubblewrap or change bash.sandbox.'
@@ -139,6 +144,23 @@ def outside_workspace(segments: tuple[str, ...], workdir: Path) -> str:
     return ""
 
 
+def resource_limits(settings: BashSettings) -> tuple[rlimits.Limits, str]:
+    """The limits commands run with, and why every call is refused ("" when none is). Like
+    `bash.sandbox = "auto"`: a default limit that cannot be applied here is dropped with one warning;
+    one the operator set is required, and bash is refused without it (fail closed)."""
+    limits = rlimits.Limits(settings.max_processes, settings.max_memory_mb, settings.max_file_mb,
+                            settings.max_cpu_sec)
+    names, why = rlimits.unenforceable(limits)
+    if not names:
+        return limits, ""
+    if asked := [n for n in names if n in settings.model_fields_set]:
+        log.error("bash: %s; every bash call is refused", why)
+        return limits, f"{why}. Set {', '.join(f'bash.{n} = 0' for n in asked)} to run without it"
+    log.warning("bash: %s; commands run WITHOUT it (set %s to require it, or 0 to accept this)", why,
+                " and ".join(f"bash.{n}" for n in names))
+    return dataclasses.replace(limits, **dict.fromkeys(names, 0)), ""
+
+
 class BashTool(Tool[BashParams]):
     name = "bash"
     description = BASH_DESCRIPTION
@@ -152,6 +174,7 @@ class BashTool(Tool[BashParams]):
         self.blacklist = _compile("bash.blacklist", settings.blacklist)
         self.whitelist = _compile("bash.whitelist", settings.whitelist)
         self.mode, self.sandbox_problem = sandbox_mode(settings.sandbox)
+        self.limits, self.limits_problem = resource_limits(settings)
         self._hide = bot_dirs(default_workdir.parent, *hide)
         self.decide = functools.lru_cache(maxsize=CACHE_SIZE)(self._decide)
 
@@ -183,7 +206,7 @@ class BashTool(Tool[BashParams]):
 
     def approval_reason(self, args: BashParams, ctx: RunContext) -> str | None:
         d = self.decide(args.command)
-        if d.verdict != "ask" or self.mode == "broken":
+        if d.verdict != "ask" or self.mode == "broken" or self.limits_problem:
             return None  # refused at execute, no human to bother
         shown = args.command if len(args.command) <= SHOWN_COMMAND else args.command[:SHOWN_COMMAND] + " …"
         note = f"it could not be checked fully: {d.doubt}" if d.doubt else d.note
@@ -192,6 +215,8 @@ class BashTool(Tool[BashParams]):
     async def execute(self, args: BashParams, ctx: RunContext) -> str:
         if self.mode == "broken":
             raise ToolError(SANDBOX_BROKEN.format(why=self.sandbox_problem))
+        if self.limits_problem:
+            raise ToolError(LIMITS_BROKEN.format(why=self.limits_problem))
         d = self.decide(args.command)
         if d.verdict == "refuse":
             raise ToolError(REFUSED.format(pattern=d.pattern))
@@ -205,8 +230,8 @@ class BashTool(Tool[BashParams]):
         if self.sandboxed:
             self.workdir.mkdir(parents=True, exist_ok=True)
             sandbox = bwrap_args(self.workdir, network=self.settings.network, hide=self._hide,
-                                 disable_userns=probe()[1])
-        return await run_command(args.command, self.workdir, timeout, sandbox)
+                                 disable_userns=probe()[1], tmp_mb=self.settings.max_memory_mb // 2)
+        return await run_command(args.command, self.workdir, timeout, sandbox, self.limits)
 
 
 def bash_tools(settings: Settings, data_dir: Path, config_dir: Path | None = None) -> list[Tool]:

@@ -2,10 +2,11 @@
 
 Like Claude Code's sandbox on Linux: the command runs in new user, PID, IPC, UTS, cgroup and (unless
 `bash.network`) network namespaces, as an unprivileged uid, with the workspace read-write, the
-system directories read-only, a private /tmp, fresh /proc and /dev, and nothing else: not the bot's
-repository, virtualenv, config or data directories, not its environment (a minimal one is passed),
-not the bot's process (`/proc/$PPID` is the sandbox's own init). Killing the sandbox kills every
-process in its PID namespace, `setsid` ones included; `--die-with-parent` ends it if the bot dies.
+system directories read-only, a private /tmp, fresh /proc and /dev (read-only but for /dev/shm), and
+nothing else: not the bot's repository, virtualenv, config or data directories, not its environment
+(a minimal one is passed), not the bot's process (`/proc/$PPID` is the sandbox's own init). Killing
+the sandbox kills every process in its PID namespace, `setsid` ones included; `--die-with-parent`
+ends it if the bot dies.
 
 Whether bwrap works is probed once per process by running a trivial sandboxed command.
 """
@@ -53,9 +54,10 @@ def bot_dirs(*extra: Path) -> list[Path]:
 
 
 def bwrap_args(workdir: Path, *, network: bool = False, hide: Iterable[Path] = (),
-               disable_userns: bool = True) -> list[str]:
+               disable_userns: bool = True, tmp_mb: int = 0) -> list[str]:
     """The bwrap command line (without the command): see the module docstring for the policy.
-    `hide` lists directories of the bot that would otherwise be visible inside a bound system dir."""
+    `hide` lists directories of the bot that would otherwise be visible inside a bound system dir;
+    `tmp_mb` caps the private /tmp and /dev/shm (tmpfs: memory) where this bwrap can (0: no cap)."""
     bwrap = bwrap_path() or "bwrap"
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-user", "--uid", str(SANDBOX_UID),
             "--gid", str(SANDBOX_UID), "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -77,7 +79,10 @@ def bwrap_args(workdir: Path, *, network: bool = False, hide: Iterable[Path] = (
     resolv = Path(os.path.realpath("/etc/resolv.conf"))
     if network and not _under(resolv, SYSTEM_DIRS):  # e.g. systemd-resolved's file under /run
         args += ["--ro-bind-try", str(resolv), str(resolv)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    size = ["--size", str(tmp_mb * 1024 * 1024)] if tmp_mb and tmpfs_size_works() else []
+    # /dev is a tmpfs too: read-only, and /dev/shm capped like /tmp (memory a command could fill)
+    args += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    args += [*size, "--tmpfs", "/tmp"]
     ws = Path(os.path.realpath(workdir))
     for h in hide:
         if _under(h, SYSTEM_DIRS) and not _under(h, [str(ws)]) and os.path.isdir(h):
@@ -104,6 +109,17 @@ def _probe(disable_userns: bool) -> str | None:
         if done.returncode == 0 and done.stdout.strip() == b"ok":
             return None
         return (done.stderr.decode(errors="replace").strip() or f"exit code {done.returncode}")[:300]
+
+
+@functools.cache
+def tmpfs_size_works() -> bool:
+    """Whether this bwrap can cap a tmpfs (`--size`, bubblewrap 0.8 and later)."""
+    try:
+        done = subprocess.run([bwrap_path() or "bwrap", "--help"], check=False, capture_output=True,
+                              timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return b"--size" in done.stdout
 
 
 @functools.cache

@@ -6,7 +6,8 @@ then, unsandboxed, processes that escaped the group (`setsid`, `set -m`, double 
 and killed too: every child carries a unique marker variable (`ANIA_BASH_RUN`) in its environment,
 so a scan of /proc/*/environ of our uid finds them, and processes still in the command's session are
 found by their session id. A command that both clears its environment and starts a new session
-escapes this scan: only the sandbox (a PID namespace, services/sandbox.py) stops that. We never wait
+escapes this scan: only the sandbox (a PID namespace, services/sandbox.py) or the command's cgroup
+(services/sandbox/cgroup.py, where one can be made) stops that. Resource limits: sandbox/limits.py. We never wait
 for pipe EOF after the end: whatever is left is read for a short grace, then the pipe is closed, so
 a survivor holding it cannot stall the call.
 """
@@ -21,8 +22,11 @@ import secrets
 import signal
 from pathlib import Path
 
+from services.errors import ToolError
 from services.processes import kill_group, minimal_env
+from services.sandbox import limits as rlimits
 from services.sandbox.bwrap import sandbox_env
+from services.sandbox.cgroup import Group
 
 MAX_OUTPUT_CHARS = 8000
 MARKER_VAR = "ANIA_BASH_RUN"
@@ -89,16 +93,54 @@ def kill_escapes(marker: bytes, leader: int, started: int) -> int:
     return killed
 
 
-async def run_command(command: str, cwd: Path, timeout: float, sandbox: list[str] | None = None) -> str:
-    """Run `command` with bash in `cwd` (under the bwrap command line `sandbox` when given); the text
-    the model reads: output, then `[timed out ...]` or `[exit code N]`."""
+def _limited(command: str, limits: rlimits.Limits, sandboxed: bool, group: Group | None) -> list[str]:
+    """The shell running `command`, under `prlimit` when there are limits."""
+    if limits == rlimits.Limits():
+        return [SHELL, "-c", command]
+    prlimit = rlimits.prlimit_path()
+    if not prlimit:
+        raise ToolError(rlimits.unenforceable(limits)[1])
+    memory_cgroup = group is not None and "memory" in group.dirs
+    return [*limits.prlimit_argv(prlimit, sandboxed, memory_cgroup), SHELL, "-c", command]
+
+
+async def _group(token: str, limits: rlimits.Limits, sandboxed: bool) -> Group | None:
+    """The command's cgroup where one can be made; an error (fail closed) when making it fails."""
+    wanted = limits.cgroup_limits(sandboxed)
+    if not wanted:
+        return None
+    try:
+        return await asyncio.to_thread(Group, token, wanted)
+    except OSError as e:
+        why = f"cgroup {e.filename}: {e.strerror}"
+        raise ToolError(f"bash could not set up the limits of this command ({why})") from None
+
+
+async def run_command(command: str, cwd: Path, timeout: float, sandbox: list[str] | None = None,
+                      limits: rlimits.Limits | None = None) -> str:
+    """Run `command` with bash in `cwd` (under the bwrap command line `sandbox` when given, within
+    `limits`); the text the model reads: output, then `[timed out ...]` or `[exit code N]`, and which
+    limit was hit."""
     cwd.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - a stat call, no real I/O wait
-    token = secrets.token_hex(12)
-    if sandbox:
-        argv, env, marker = [*sandbox, SHELL, "-c", command], sandbox_env(cwd), b""
-    else:
-        argv, env = [SHELL, "-c", command], minimal_env(str(cwd), **{MARKER_VAR: token})
-        marker = f"\0{MARKER_VAR}={token}\0".encode()
+    token, limits = secrets.token_hex(12), limits or rlimits.Limits()
+    group = await _group(token, limits, bool(sandbox))
+    try:
+        shell = _limited(command, limits, bool(sandbox), group)
+        if sandbox:
+            argv, env, marker = [*sandbox, *shell], sandbox_env(cwd), b""
+        else:
+            argv, env = shell, minimal_env(str(cwd), **{MARKER_VAR: token})
+            marker = f"\0{MARKER_VAR}={token}\0".encode()
+        return await _run(argv, env, cwd, timeout, marker, group, limits)
+    finally:
+        if group is not None:
+            await asyncio.shield(asyncio.to_thread(group.remove))
+
+
+async def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float, marker: bytes, group: Group | None,
+               limits: rlimits.Limits) -> str:
+    if group is not None:
+        argv = group.join_argv(argv)
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -149,4 +191,6 @@ async def run_command(command: str, cwd: Path, timeout: float, sandbox: list[str
         lines.append(f"[timed out after {round(timeout, 1):g} s]")
     elif proc.returncode:
         lines.append(f"[exit code {proc.returncode}]")
-    return "\n".join(lines)
+    refused, killed = (group.pids_refused(), group.oom_kills()) if group else (0, 0)
+    code = None if timed_out else proc.returncode
+    return "\n".join([*lines, *rlimits.notes(limits, code, "".join(out.kept), refused, killed)])
