@@ -26,6 +26,7 @@ from ania.clock import clock_command
 from ania.commands import cmd_command, help_text
 from ania.engine import Engine, TurnResult
 from ania.operations import usage_text
+from ania.recovery import STOPPED
 from services.config import load_settings
 from services.context import CallbackBridge
 from services.errors import ConfigError
@@ -157,14 +158,15 @@ class MessageEntry:
             self._ready.set()
         return _restarted(self.engine, stopped)
 
-    async def stop(self, session_key: str, user_id: str | None = None) -> tuple[int, int]:
-        """Cancel the session's turns that `user_id` may stop (all of them for an admin or None).
-        Returns (stopped, left running because they belong to someone else)."""
+    async def stop(self, session_key: str, user_id: str | None = None, *, reason: str = STOPPED) -> tuple[int, int]:
+        """Cancel the session's turns that `user_id` may stop (all of them for an admin or None); `reason`
+        (ania/recovery.py) is what the settled turn and the query log say. Returns (stopped, left running
+        because they belong to someone else)."""
         live = {t: who for t, who in self._tasks.get(session_key, {}).items() if not t.done()}
         everyone = user_id is None or self.engine.services.admins.is_admin(user_id)
         mine = [t for t, who in live.items() if everyone or who == user_id]
         for t in mine:
-            t.cancel()
+            t.cancel(reason)
         await asyncio.gather(*mine, return_exceptions=True)
         return len(mine), len(live) - len(mine)
 
