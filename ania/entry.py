@@ -4,7 +4,8 @@
    usually not addressed to the bot).
 2. Slash commands (`/stop`, `/plan on|off`, `/help`, `/cmd`, `/reboot`, `/usage`, `/clock`:
    ania/clock/command.py); a custom command (config/commands.json) is expanded into its prompt and goes on
-   like a normal message.
+   like a normal message. Any other `/word` at the start of a message addressed to the bot gets "unknown
+   command" and the list, not a model call (a path such as `/usr/bin ...` still goes to the model).
 3. Otherwise the message joins its session's queue: one turn at a time per session, sessions in
    parallel.
 
@@ -23,7 +24,7 @@ import logging
 from collections.abc import Callable
 
 from ania.clock import clock_command
-from ania.commands import cmd_command, help_text
+from ania.commands import cmd_command, command_word, help_text, unknown_command
 from ania.engine import Engine, TurnResult
 from ania.operations import usage_text
 from ania.recovery import STOPPED
@@ -73,6 +74,9 @@ class MessageEntry:
             expanded = await self.engine.services.commands.expand(command)
             if expanded:
                 text, prompt, addressed, trigger = expanded, None, True, "command"
+            elif addressed and (word := command_word(command)):  # no such command: say so, no model call
+                await bridge.send_text(await unknown_command(self.engine.services.commands, word))
+                return None
         if not addressed:
             return None
         task = asyncio.create_task(self._serial(session_key, user_id, text if prompt is None else prompt, bridge,
