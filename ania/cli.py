@@ -30,7 +30,8 @@ examples), every key also as ANIA_<SECTION>__<KEY>; data: ANIA_DATA_DIR (default
 In the chat: /stop stops the running turn, /plan on|off toggles plan mode (admins), an approval is
 answered with "allow <id>" or "deny <id>", /quit or /exit (or Ctrl-D) quits, Ctrl-C interrupts.
 With stdin from a pipe or a file each line is a message, sent when the previous turn has finished
-(or is waiting for an approval, so a later line can answer it).
+(or is waiting for an approval, so a later line can answer it); the exit status is 1 when a message
+failed. Colour at a terminal unless NO_COLOR is set.
 """
 
 
