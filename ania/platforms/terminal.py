@@ -244,7 +244,8 @@ async def _next_line(lines: StdinLines, screen: Screen, engine: Engine, session_
             elif not status.running:  # a turn works (again): its status line replaces the prompt
                 screen.drop_prompt()
                 status.start()
-            await asyncio.wait([reader, *active], timeout=TICK_SEC, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([reader, *active], timeout=TICK_SEC if active else None,
+                               return_when=asyncio.FIRST_COMPLETED)
         raw = await reader
         screen.typed()
         if raw is None:
