@@ -296,6 +296,9 @@ def test_ctrl_c_during_a_turn_is_one_line_and_exit_130(scripted_llm, tmp_path, p
     assert ania("chat", env=env, stdin="again\n").stdout == "back\n"
     with sqlite3.connect(tmp_path / "data" / "checkpoints.db") as db:
         assert db.execute("select count(*) from checkpoints").fetchone()[0] > 0
+    with sqlite3.connect(tmp_path / "data" / "ania.db") as db:  # Ctrl-C, not /stop
+        assert db.execute("select input, status from query_log order by id").fetchall() == [
+            ("hi", "interrupted"), ("again", "success")]
 
 
 def test_ctrl_c_at_the_prompt_and_eof_at_a_tty(scripted_llm, tmp_path, pty_run):
