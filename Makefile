@@ -11,11 +11,16 @@ STUDIO_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGS
 
 setup: $(STAMP)
 
+# The first run takes a while: it says what it installs, and pip shows its progress (its progress bars at a
+# terminal; one line per package in a log, e.g. CI's). Needs only python3 (3.11+), git and make.
 $(STAMP): pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@test -x $(PY) || { echo "make setup: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	@echo "make setup: installing Ania's dependencies into $(VENV) (about 2 minutes the first time)"
+	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@if [ -t 1 ]; then bar=on; else bar=off; fi; \
+	  $(PY) -m pip install --disable-pip-version-check --progress-bar $$bar -e '.[dev]'
 	@touch $(STAMP)
+	@echo "make setup: ready ($(VENV)/bin/ania)"
 
 chat: $(STAMP)
 	$(VENV)/bin/ania chat $(ARGS)

@@ -31,7 +31,8 @@ examples), every key also as ANIA_<SECTION>__<KEY>; data: ANIA_DATA_DIR (default
 In the chat: /stop stops the running turn, /plan on|off toggles plan mode (admins), an approval is
 answered with "allow <id>" or "deny <id>", /quit or /exit (or Ctrl-D) quits, Ctrl-C interrupts.
 With stdin from a pipe or a file each line is a message, sent when the previous turn has finished
-(or is waiting for an approval, so a later line can answer it).
+(or is waiting for an approval, so a later line can answer it); the exit status is 1 when a message
+failed. Colour at a terminal unless NO_COLOR is set.
 """
 
 
@@ -81,8 +82,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="JSON list of scripted steps (replies, tool calls), e.g. config.example/demo-script.json")
     _chat_options(demo)
     sub.add_parser("serve", help="run the chat bot on a OneBot v11 implementation (NapCat, Lagrange, LLOneBot)",
-                   description="Serve every group and private chat through a OneBot v11 implementation: forward "
-                               "WebSocket (onebot.ws_url) or reverse WebSocket (onebot.listen).")
+                   formatter_class=ServeHelp,
+                   description="Serve every group and private chat through a OneBot v11 implementation: forward\n"
+                               "WebSocket (onebot.ws_url: Ania dials it) or reverse WebSocket (onebot.listen: it\n"
+                               "dials Ania). Logs its start-up, connections and one line per message at INFO\n"
+                               "(-v: each step of a turn too).")
     sessions = sub.add_parser("sessions", help="list, show, history, fork, replay, export or prune stored "
                                                "conversations",
                               description="Stored conversations in <data dir>/checkpoints.db (one LangGraph "
@@ -104,6 +108,21 @@ def _parser() -> argparse.ArgumentParser:
     fake.add_argument("--script", metavar="FILE",
                       help="JSON list of scripted steps (replies, tool calls); afterwards it echoes")
     return p
+
+
+class ServeHelp(argparse.RawDescriptionHelpFormatter):
+    """`serve --help` ends with the [onebot] settings, written from their descriptions in
+    services/config_sections.py (imported only when this help is printed, so `--help` stays light)."""
+
+    def format_help(self) -> str:
+        from services.config_check import section_help
+        from services.config_sections import OneBotSettings
+
+        return super().format_help() + "\n" + section_help("onebot", OneBotSettings) + "\n"
+
+#: Loggers whose INFO lines `ania serve` shows without -v (ours: start-up, connections, one line per message);
+#: libraries stay at WARNING.
+OWN_LOGGERS = ("ania", "services", "nodes", "tools", "graphs", "checkpoints")
 
 
 def kb_parser(sub: Any) -> None:
@@ -158,6 +177,9 @@ def _main(argv: Sequence[str] | None) -> int:
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="ania: %(levelname)s %(name)s: %(message)s")
+    if args.cmd == "serve" and not args.verbose:  # a server's log: its own normal lines, libraries' warnings
+        for name in OWN_LOGGERS:
+            logging.getLogger(name).setLevel(logging.INFO)
     if args.verbose:
         logging.getLogger("ania.turn").setLevel(logging.DEBUG)  # each step of a turn, besides its one INFO line
     try:
@@ -200,6 +222,13 @@ def _chat(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"llm": llm})
     try:
         require_llm(settings)
+        if server is None:  # the demo's endpoint is its own
+            import os
+
+            from services.config_check import check_llm_endpoint
+
+            check_llm_endpoint(settings.llm.base_url, settings.llm.api_key,
+                               settings.config_file or paths.config_dir / "ania.toml", os.environ)
         from services.processes import protect_process
 
         protect_process()
@@ -230,7 +259,10 @@ async def _chat_engine(args: argparse.Namespace, paths: Paths, settings: Setting
             from ania.platforms.terminal import run_terminal
 
             note = "offline scripted model (it echoes; --script FILE scripts it)" if demo else ""
-            await run_terminal(engine, args.session, user, note=note, local=bool(local_admins))
+            outcome = await run_terminal(engine, args.session, user, note=note, local=bool(local_admins))
+            if outcome.failed and not sys.stdin.isatty():  # a script reads the exit status, a person the replies
+                print(f"ania: {outcome.failed} of {outcome.turns} message(s) failed", file=sys.stderr)
+                return 1
     finally:
         await engine.close()
     return 0

@@ -1,4 +1,5 @@
-"""The texts and rights of `/help` and `/cmd` (R2, G8); ania/entry.py dispatches them.
+"""The texts and rights of `/help` and `/cmd` (R2, G8), and the answer to an unknown command; ania/entry.py
+dispatches them.
 
 `/cmd list` is for everyone; `/cmd add <name> <template>` and `/cmd del <name>` only for admins. They edit
 `config/commands.json` (services/commands.py), which takes effect at once.
@@ -6,7 +7,10 @@
 
 from __future__ import annotations
 
-from services.commands import CommandStore
+import difflib
+import re
+
+from services.commands import BUILTIN_COMMANDS, CommandStore
 from services.container import Services
 from services.errors import ConfigError
 
@@ -22,6 +26,10 @@ BUILTIN_HELP = (
     ("/usage", "tokens this chat and all chats used today, against the daily quotas"),
 )
 CMD_USAGE = "Usage: /cmd list | /cmd add <name> <template> | /cmd del <name>"
+#: A first word that reads as a command: a slash and a name. Not a path (`/usr/bin is ...`), not `/5`, not `/ x`.
+COMMAND_WORD = re.compile(r"^/[A-Za-z][\w-]*$")
+UNKNOWN = ("Unknown command {word}; nothing was sent to the model.{hint} (To ask the model about it, start "
+           "your message with a word.)")
 
 
 async def help_text(commands: CommandStore) -> str:
@@ -30,6 +38,21 @@ async def help_text(commands: CommandStore) -> str:
     if custom:
         lines += ["Custom commands:", *(c.line() for c in custom.values())]
     return "\n".join(lines)
+
+
+def command_word(text: str) -> str | None:
+    """The first word when it reads as a command name that is not a built-in (those are answered before)."""
+    first = text.split(maxsplit=1)[0] if text.strip() else ""
+    return first if COMMAND_WORD.match(first) and first[1:] not in BUILTIN_COMMANDS else None
+
+
+async def unknown_command(commands: CommandStore, word: str) -> str:
+    """Why: a mistyped command (`/stpo`, `/nosuch`) used to go to the model as text, costing a call and
+    answering something else. The reply names it, suggests the closest command, and lists them all."""
+    names = [name.split()[0] for name, _ in BUILTIN_HELP] + [f"/{n}" for n in await commands.commands()]
+    close = difflib.get_close_matches(word.lower(), names, n=1)
+    hint = f" Did you mean {close[0]}?" if close else ""
+    return UNKNOWN.format(word=word, hint=hint) + "\n" + await help_text(commands)
 
 
 async def cmd_command(services: Services, session_key: str, user_id: str, arg: str) -> str:

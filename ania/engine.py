@@ -22,7 +22,7 @@ from langgraph.types import Command
 
 from ania.compose import bind_clock, bind_subagents, build_services
 from ania.operations import close_turn, open_turn, state_after
-from ania.recovery import settle
+from ania.recovery import cancel_reason, settle
 from checkpoints.factory import open_checkpointer, thread_config
 from graphs.agent import build_agent_graph
 from nodes.prompt import text_of
@@ -132,10 +132,11 @@ class Engine:
         except TimeoutError:
             await settle(self.graph, session_key, store, "the message's time budget ran out")
             result = TurnResult(TURN_TIMEOUT.format(sec=budget), "timeout")
-        except asyncio.CancelledError:
-            await asyncio.shield(settle(self.graph, session_key, store, "stopped with /stop"))
+        except asyncio.CancelledError as e:
+            reason, status = cancel_reason(e)  # /stop, or Ctrl-C at the terminal
+            await asyncio.shield(settle(self.graph, session_key, store, reason))
             after = await asyncio.shield(state_after(self.graph, record))
-            close_turn(self.services, record, "stopped", "", after.get("usage", {}), after.get("messages", []))
+            close_turn(self.services, record, status, "", after.get("usage", {}), after.get("messages", []))
             raise
         except Exception as e:
             log.exception("turn of %s failed", session_key)

@@ -4,7 +4,8 @@
    usually not addressed to the bot).
 2. Slash commands (`/stop`, `/plan on|off`, `/help`, `/cmd`, `/reboot`, `/usage`, `/clock`:
    ania/clock/command.py); a custom command (config/commands.json) is expanded into its prompt and goes on
-   like a normal message.
+   like a normal message. Any other `/word` at the start of a message addressed to the bot gets "unknown
+   command" and the list, not a model call (a path such as `/usr/bin ...` still goes to the model).
 3. Otherwise the message joins its session's queue: one turn at a time per session, sessions in
    parallel.
 
@@ -23,9 +24,10 @@ import logging
 from collections.abc import Callable
 
 from ania.clock import clock_command
-from ania.commands import cmd_command, help_text
+from ania.commands import cmd_command, command_word, help_text, unknown_command
 from ania.engine import Engine, TurnResult
 from ania.operations import usage_text
+from ania.recovery import STOPPED
 from services.config import load_settings
 from services.context import CallbackBridge
 from services.errors import ConfigError
@@ -72,6 +74,9 @@ class MessageEntry:
             expanded = await self.engine.services.commands.expand(command)
             if expanded:
                 text, prompt, addressed, trigger = expanded, None, True, "command"
+            elif addressed and (word := command_word(command)):  # no such command: say so, no model call
+                await bridge.send_text(await unknown_command(self.engine.services.commands, word))
+                return None
         if not addressed:
             return None
         task = asyncio.create_task(self._serial(session_key, user_id, text if prompt is None else prompt, bridge,
@@ -157,14 +162,15 @@ class MessageEntry:
             self._ready.set()
         return _restarted(self.engine, stopped)
 
-    async def stop(self, session_key: str, user_id: str | None = None) -> tuple[int, int]:
-        """Cancel the session's turns that `user_id` may stop (all of them for an admin or None).
-        Returns (stopped, left running because they belong to someone else)."""
+    async def stop(self, session_key: str, user_id: str | None = None, *, reason: str = STOPPED) -> tuple[int, int]:
+        """Cancel the session's turns that `user_id` may stop (all of them for an admin or None); `reason`
+        (ania/recovery.py) is what the settled turn and the query log say. Returns (stopped, left running
+        because they belong to someone else)."""
         live = {t: who for t, who in self._tasks.get(session_key, {}).items() if not t.done()}
         everyone = user_id is None or self.engine.services.admins.is_admin(user_id)
         mine = [t for t, who in live.items() if everyone or who == user_id]
         for t in mine:
-            t.cancel()
+            t.cancel(reason)
         await asyncio.gather(*mine, return_exceptions=True)
         return len(mine), len(live) - len(mine)
 

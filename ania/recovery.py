@@ -1,4 +1,4 @@
-"""Settling a turn that did not finish: a crash, a restart, `/stop` or the message time budget.
+"""Settling a turn that did not finish: a crash, a restart, `/stop`, Ctrl-C or the message time budget.
 
 Such a thread ends mid-step: the assistant's tool calls are stored, but some (or all) results are
 not, and approvals may be pending. Providers reject a history where a tool call has no result, so
@@ -25,8 +25,20 @@ from services.store import AppStore
 log = logging.getLogger(__name__)
 
 NOT_RUN = 'Not run: {reason}.'
+#: Why a running turn was cancelled, given as the cancellation's message (`Task.cancel(msg)`): the settle
+#: reason, and the query log's status. A cancel without a message is `/stop`.
+STOPPED = "stopped with /stop"
+CTRL_C = "interrupted by Ctrl-C"
+CANCEL_STATUS = {STOPPED: "stopped", CTRL_C: "interrupted"}
 MAY_HAVE_RUN = ('No result: "{name}" had started, but the turn ended before it finished ({reason}); it may or may '
                 'not have done its work. Check before running it again.')
+
+
+def cancel_reason(error: BaseException) -> tuple[str, str]:
+    """(settle reason, query-log status) of a turn cancelled with `error`."""
+    said = error.args[0] if error.args else None
+    reason = said if isinstance(said, str) and said in CANCEL_STATUS else STOPPED
+    return reason, CANCEL_STATUS[reason]
 
 
 def _finished_results(snapshot: Any) -> dict[str, ToolMessage]:

@@ -177,3 +177,47 @@ def _sensitive(sections: Sections, section: str, name: str) -> bool:
     f = sections[section].model_fields.get(name) if section in sections else None
     extra = f.json_schema_extra if f is not None and isinstance(f.json_schema_extra, dict) else {}
     return bool(extra.get("sensitive"))
+
+
+def section_help(section: str, model: type[BaseModel]) -> str:
+    """The settings of one section for a command's --help: key, environment variable, default, description
+    (from the field descriptions, so the help cannot drift from the settings)."""
+    lines = [f"Settings: [{section}] in config/ania.toml (the directory is ANIA_CONFIG_DIR), or the environment "
+             "variable named:"]
+    for name, field in model.model_fields.items():
+        key = f"{section}.{name}"
+        default = "" if _sensitive({section: model}, section, name) else field.get_default(call_default_factory=True)
+        shown = f" (default {default!r})" if default not in ("", None, [], {}) else ""
+        lines.append(f"  {key}, {env_name(key)}{shown}")
+        lines.append(f"      {field.description or ''}")
+    return "\n".join(lines)
+
+
+#: API keys as the examples write them ("sk-...", "<your key>", "your-api-key"): never a real key.
+PLACEHOLDER_KEY = re.compile(r"^(sk-)?(\.{3}|…|x{3,}|<[^>]*>|your[-_ ]?(api[-_ ]?)?key\b.*)$", re.IGNORECASE)
+
+
+def check_llm_endpoint(base_url: str, api_key: str, path: Path, env: Mapping[str, str]) -> None:
+    """What can be told about the model endpoint before any request: a placeholder key, a base_url that is
+    no http(s) URL with a host. One line naming the key and where it came from (ConfigError: exit 2)."""
+    from urllib.parse import urlsplit
+
+    lines = read_toml(path)[1] if path.exists() else {}
+
+    def where(name: str) -> str:
+        variable = env_name(f"llm.{name}")
+        return f"from {variable}" if variable in env else f"in {_at(path, lines, 'llm', name)}"
+
+    if PLACEHOLDER_KEY.match(api_key.strip()):
+        raise ConfigError(f"llm.api_key {where('api_key')} is a placeholder ({api_key.strip()[:20]!r}), not a key: "
+                          f"put your provider's API key there (or set {env_name('llm.api_key')}; `make demo` needs "
+                          "none)")
+    try:
+        url = urlsplit(base_url.strip())
+        ok = url.scheme in ("http", "https") and bool(url.hostname)
+        url.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ConfigError(f"invalid setting llm.base_url {where('base_url')}: {base_url[:80]!r} is not an http(s) URL "
+                          "with a host, e.g. https://api.deepseek.com or http://127.0.0.1:11434/v1")

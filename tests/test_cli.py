@@ -168,3 +168,50 @@ def test_sigint_stops_it_even_when_started_as_a_background_job(tmp_path):
             proc.kill()
             raise
     assert proc.returncode == 130 and err == "ania: interrupted\n"
+
+
+def test_serve_help_lists_the_onebot_settings_from_their_descriptions(tmp_path):
+    """`serve --help` named none of the settings it uses; now each [onebot] key, its variable and its
+    description (read from services/config_sections.py, so it cannot drift)."""
+    from services.config_sections import OneBotSettings
+
+    done = ania("serve", "--help", env=clean_env(tmp_path))
+    assert done.returncode == 0 and done.stderr == ""
+    shown = done.stdout.splitlines()
+    for name, field in OneBotSettings.model_fields.items():
+        at = next(i for i, line in enumerate(shown) if line.startswith(f"  onebot.{name}, ANIA_ONEBOT__{name.upper()}"))
+        assert shown[at + 1].strip() == field.description, name
+    assert "onebot.ws_url: Ania dials it" in done.stdout and "onebot.listen: it" in done.stdout  # both directions
+    assert "  onebot.path, ANIA_ONEBOT__PATH (default '/onebot/v11/ws')" in shown
+
+
+async def test_serve_logs_its_start_up_at_info_and_shows_it_without_v(scripted_llm, tmp_path):
+    """Its normal start-up and shutdown lines were WARNINGs; now INFO, and INFO is shown for serve."""
+    import asyncio
+
+    from tests.onebot_fake import FakeOneBot
+
+    fake = await FakeOneBot(self_id=10000).serve()
+    url = fake.url
+    env = env_for(scripted_llm, tmp_path, ANIA_ONEBOT__WS_URL=url)
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "ania.cli", "serve", env=env, cwd=ROOT,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        await fake.wait_for(fake.connected.is_set, timeout=30)
+        await fake.private_message(42, "hi")
+        await fake.wait_for(lambda: fake.sent, timeout=30)
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
+        lines = (await proc.stderr.read()).decode().splitlines()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await fake.close()
+    serve = [line for line in lines if "ania.platforms.onebot.serve" in line]
+    assert serve == [f"ania: INFO ania.platforms.onebot.serve: ania serve: OneBot v11 on {url}; Ctrl-C or "
+                     "SIGTERM stops",
+                     "ania: INFO ania.platforms.onebot.serve: ania serve: shutting down (running messages get 30 s "
+                     "to finish)"], lines
+    assert any(line.startswith("ania: INFO ania.turn: turn session=f:42 status=success") for line in lines), lines
+    assert not [line for line in lines if "INFO httpx" in line or "DEBUG" in line], lines  # libraries: warnings only

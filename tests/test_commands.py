@@ -35,8 +35,6 @@ async def test_a_custom_command_expands_and_flows_like_a_message(scripted_llm, m
     assert last_user(scripted_llm) == "[u5] Translate into English: bonjour à tous"
     await chat.say("f:u1", "u1", "/tldr line one\nline two")
     assert last_user(scripted_llm) == "Summarise the following in three short lines:\nline one\nline two"
-    await chat.say("f:u1", "u1", "/nosuch thing")
-    assert last_user(scripted_llm) == "/nosuch thing"  # not a command of ours: the model reads it as typed
     await chat.say("f:u1", "u1", "/TR hola")
     assert last_user(scripted_llm) == "Translate into English: hola"
 
@@ -148,3 +146,53 @@ async def test_help_lists_builtin_and_custom_commands(scripted_llm, make_chat, t
         "/tr: Translate a text into English",
     ]
     assert scripted_llm.requests == []  # commands never reach the model
+
+
+UNKNOWN_NOSUCH = ("Unknown command /nosuch; nothing was sent to the model. (To ask the model about it, start your "
+                  "message with a word.)")
+
+
+async def test_an_unknown_command_is_answered_with_the_list_and_no_model_call(scripted_llm, make_chat, tmp_path):
+    """`/nosuch` used to go to the model as text."""
+    write_commands(tmp_path, COMMANDS)
+    chat = await make_chat(make_settings(scripted_llm))
+    (reply,) = await chat.say("f:u1", "u1", "/nosuch")
+    assert reply.startswith(UNKNOWN_NOSUCH + "\nCommands:\n/help — this list\n")
+    assert reply.endswith("Custom commands:\n/tldr: Summarise the following in three short lines:\n"
+                          "/tr: Translate a text into English")
+    (typo,) = await chat.say("f:u1", "u1", "/stpo now")
+    assert typo.startswith("Unknown command /stpo; nothing was sent to the model. Did you mean /stop?")
+    (shout,) = await chat.say("g:club", "u5", "/TLDX text")
+    assert "Did you mean /tldr?" in shout
+    assert scripted_llm.requests == []
+    # Text that only starts with a slash is a message: a path, a lone slash, a number.
+    scripted_llm.script([Reply("a"), Reply("b"), Reply("c")])
+    for text in ("/usr/bin is on my PATH", "/ that is a slash", "/5 of them"):
+        await chat.say("f:u1", "u1", text)
+        assert last_user(scripted_llm) == text
+
+
+def test_an_unknown_command_in_a_piped_chat_does_not_reach_the_model(scripted_llm, tmp_path):
+    from tests.test_terminal import ania, env_for
+
+    scripted_llm.script([Reply("answered")])
+    done = ania("chat", env=env_for(scripted_llm, tmp_path), stdin="/nosuch\nhello\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(UNKNOWN_NOSUCH + "\nCommands:\n") and done.stdout.endswith("\nanswered\n")
+    assert [r.messages[-1]["content"] for r in scripted_llm.requests] == ["hello"]
+
+
+async def test_an_unknown_command_in_qq_only_when_addressed_to_the_bot(bot, scripted_llm):
+    from tests.onebot_fake import at, text
+    from tests.onebot_helpers import BOT
+
+    b = await bot()
+    await b.fake.group_message(555, 42, "/nosuch among ourselves")  # not for the bot: ignored, no reply
+    await b.fake.group_message(555, 42, [at(BOT), text(" /nosuch")])
+    await b.fake.wait_for(lambda: b.fake.sent)
+    await b.fake.private_message(42, "/nosuch")
+    await b.fake.wait_for(lambda: len(b.fake.sent) == 2)
+    group, private = b.fake.texts("g:555"), b.fake.texts("f:42")
+    assert len(group) == 1 and group[0].startswith(UNKNOWN_NOSUCH + "\nCommands:")
+    assert len(private) == 1 and private[0].startswith(UNKNOWN_NOSUCH + "\nCommands:")
+    assert scripted_llm.requests == []

@@ -228,3 +228,17 @@ async def test_loading_one_tool_says_tool(scripted_llm, make_chat, tmp_path):
     await chat.say("f:u1", "u1", "load it")
     result = scripted_llm.requests[-1].messages[-1]["content"]
     assert result.startswith("Loaded 1 tool: mcp__time__get_current_time.")
+
+
+def test_make_setup_says_what_it_installs_and_shows_pips_progress():
+    """The first `make demo` was silent for 80-112 s (pip --quiet). Read from `make -n` (nothing installed)."""
+    done = subprocess.run(["make", "-n", "-B", "setup", "PYTHON=python3.11"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    recipe = done.stdout
+    assert 'echo "make setup: creating .venv with python3.11"' in recipe
+    assert "installing Ania's dependencies into .venv (about 2 minutes the first time)" in recipe
+    (install,) = [line for line in recipe.splitlines() if "-e '.[dev]'" in line]
+    assert "--quiet" not in install and "--progress-bar $bar" in install  # pip's progress: bars at a terminal
+    assert "if [ -t 1 ]; then bar=on; else bar=off; fi" in recipe  # ... one line per package in CI's log
+    assert 'echo "make setup: ready (.venv/bin/ania)"' in recipe

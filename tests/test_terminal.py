@@ -4,6 +4,7 @@ a file, /dev/null, or a pseudo-terminal (`Pty`) where a TTY matters (the status 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import select
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ania.fakes.openai_server import Calls, Reply
+from ania.fakes.openai_server import Calls, Fail, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\r")
@@ -208,9 +209,50 @@ def test_an_endpoint_that_fails_is_named_with_its_url(tmp_path, scripted_llm):
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
     env = env_for(scripted_llm, tmp_path, ANIA_LLM__BASE_URL=dead)
     done = ania("chat", env=env, stdin="hi\n")
-    assert done.returncode == 0 and done.stdout.startswith("Sorry, the model endpoint failed")
+    assert done.stdout.startswith("Sorry, the model endpoint failed")
     assert f"ania: the model endpoint {dead} (model scripted-model) failed: " in done.stderr
     assert "Traceback" not in done.stderr
+    # Every message failed: a script reading the exit status learns it (it used to exit 0).
+    assert done.returncode == 1 and done.stderr.endswith("ania: 1 of 1 message(s) failed\n")
+
+
+def test_a_piped_chat_with_a_failed_message_exits_1(scripted_llm, tmp_path):
+    scripted_llm.script([Reply("fine"), Fail(500, "boom")])
+    done = ania("chat", env=env_for(scripted_llm, tmp_path), stdin="one\ntwo\n")
+    assert done.stdout.startswith("fine\nSorry, the model endpoint failed")
+    assert done.returncode == 1 and done.stderr.endswith("ania: 1 of 2 message(s) failed\n")
+    scripted_llm.script([Reply("all good")])
+    ok = ania("chat", env=env_for(scripted_llm, tmp_path), stdin="three\n")
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, "all good\n", "")
+
+
+@pytest.mark.parametrize(("setting", "value", "message"), [
+    ("api_key", "sk-...", "ania: llm.api_key {where} is a placeholder ('sk-...'), not a key: put your provider's API "
+                          "key there (or set ANIA_LLM__API_KEY; `make demo` needs none)"),
+    ("base_url", "api.deepseek.com", "ania: invalid setting llm.base_url {where}: 'api.deepseek.com' is not an "
+                                     "http(s) URL with a host, e.g. https://api.deepseek.com or "
+                                     "http://127.0.0.1:11434/v1"),
+    ("base_url", "ftp://example.com", "ania: invalid setting llm.base_url {where}: 'ftp://example.com' is not an "
+                                      "http(s) URL with a host, e.g. https://api.deepseek.com or "
+                                      "http://127.0.0.1:11434/v1"),
+])
+def test_a_placeholder_key_or_a_bad_base_url_stops_the_start(scripted_llm, tmp_path, setting, value, message):
+    """Checked at start with no request: one line naming the key and where it is set, exit 2."""
+    env = env_for(scripted_llm, tmp_path)
+    del env["ANIA_LLM__BASE_URL"]  # set in the file instead
+    toml = tmp_path / "config" / "ania.toml"
+    url = value if setting == "base_url" else scripted_llm.base_url
+    toml.write_text(f'[llm]\nbase_url = "{url}"\n' + (f'api_key = "{value}"\n' if setting == "api_key" else ""))
+    done = ania("chat", env=env, stdin="hi\n")
+    line = 3 if setting == "api_key" else 2
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [message.format(where=f"in {toml}:{line}")]
+    from_env = ania("chat", env={**env, f"ANIA_LLM__{setting.upper()}": value}, stdin="hi\n")
+    assert from_env.returncode == 2
+    assert from_env.stderr.splitlines() == [message.format(where=f"from ANIA_LLM__{setting.upper()}")]
+    assert scripted_llm.requests == []
+    demo = ania("demo", env=env, stdin="hi\n")  # the demo brings its own endpoint
+    assert (demo.returncode, demo.stdout) == (0, "echo: hi\n"), demo.stderr
 
 
 def test_tty_chat_shows_steps_tools_and_approvals(scripted_llm, tmp_path, pty_run):
@@ -223,8 +265,9 @@ def test_tty_chat_shows_steps_tools_and_approvals(scripted_llm, tmp_path, pty_ru
     steps = pty.expect("ania> it is late")
     assert "thinking (" in steps and "running time (" in steps and "  - ran time (" in steps
     pty.send("make a plan\n")
-    asking = pty.expect("waiting for approval (")
+    asking = pty.expect('or "deny ')
     assert 'ania> Tool "todo_write" wants to run' in asking
+    pty.expect("you> ")  # the bot waits for the person: the prompt, no status line over what they type
     pty.send("allow\n")
     assert "  - ran todo_write (" in pty.expect("ania> planned")
     pty.send("/quit\n")
@@ -253,6 +296,9 @@ def test_ctrl_c_during_a_turn_is_one_line_and_exit_130(scripted_llm, tmp_path, p
     assert ania("chat", env=env, stdin="again\n").stdout == "back\n"
     with sqlite3.connect(tmp_path / "data" / "checkpoints.db") as db:
         assert db.execute("select count(*) from checkpoints").fetchone()[0] > 0
+    with sqlite3.connect(tmp_path / "data" / "ania.db") as db:  # Ctrl-C, not /stop
+        assert db.execute("select input, status from query_log order by id").fetchall() == [
+            ("hi", "interrupted"), ("again", "success")]
 
 
 def test_ctrl_c_at_the_prompt_and_eof_at_a_tty(scripted_llm, tmp_path, pty_run):
@@ -292,3 +338,81 @@ async def test_restart_with_a_pending_approval(scripted_llm, tmp_path, make_chat
     assert [(o["detail"]["tool"], o["detail"]["decision"]) for o in ops] == [("time", "deny")]
     with sqlite3.connect(tmp_path / "data" / "checkpoints.db") as db:
         assert db.execute("select count(*) from checkpoints").fetchone()[0] > 0
+
+
+def screen_lines(raw: bytes) -> list[str]:
+    """What a terminal shows for `raw`: carriage returns, erase-to-end-of-line and colours applied."""
+    lines, line, col = [], "", 0
+    for token in re.findall(r"\x1b\[[0-9;]*[A-Za-z]|\r|\n|[^\x1b\r\n]", raw.decode("utf-8", errors="replace")):
+        if token == "\n":
+            lines, line, col = [*lines, line], "", 0
+        elif token == "\r":
+            col = 0
+        elif token == "\x1b[K":
+            line = line[:col]
+        elif not token.startswith("\x1b"):
+            line, col = line[:col] + token + line[col + 1:], col + 1
+    return [*lines, line]
+
+
+SGR = re.compile(rb"\x1b\[[0-9;]*m")
+
+
+@pytest.mark.parametrize("no_color", ["", "1"])
+def test_tty_prompt_clears_the_status_line_and_colours_unless_no_color(scripted_llm, tmp_path, pty_run, no_color):
+    """The prompt shows when the bot waits for the person, on a line of its own (the status line cleared
+    first); colour at a terminal unless NO_COLOR is set. (There was no prompt, and no colour.)"""
+    scripted_llm.script([Reply("first answer", delay=0.5), Reply("second answer")])
+    env = env_for(scripted_llm, tmp_path, TERM="xterm-256color")
+    env.pop("NO_COLOR", None)
+    if no_color:
+        env["NO_COLOR"] = no_color
+    pty = pty_run("chat", env=env)
+    pty.expect("/quit or Ctrl-D quits.")
+    pty.expect("you> ")
+    pty.send("hello\n")
+    pty.expect("thinking (")
+    pty.expect("ania> first answer")
+    pty.expect("you> ")
+    pty.send("again\n")
+    pty.expect("ania> second answer")
+    pty.expect("you> ")
+    pty.send("/quit\n")
+    assert pty.wait() == 0
+    shown = screen_lines(pty.raw)
+    assert shown.count("you> hello") == 1 and shown.count("you> again") == 1, shown
+    assert "ania> first answer" in shown and "ania> second answer" in shown, shown
+    assert not [line for line in shown if "you> " in line and " s)" in line], shown  # the status line was cleared
+    if no_color:
+        assert not SGR.search(pty.raw), pty.raw
+    else:
+        assert b"\x1b[1;32myou> \x1b[0m" in pty.raw and b"\x1b[1;36mania> \x1b[0m" in pty.raw
+
+
+def test_no_prompt_and_no_colour_in_a_pipe(scripted_llm, tmp_path):
+    scripted_llm.script([Reply("plain")])
+    env = env_for(scripted_llm, tmp_path, TERM="xterm-256color")
+    env.pop("NO_COLOR", None)
+    done = ania("chat", env=env, stdin="hi\n")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "plain\n", "")
+
+
+def test_ctrl_c_while_an_approval_is_pending_is_recorded_as_ctrl_c(scripted_llm, tmp_path, pty_run):
+    """It used to be logged and recorded as "stopped with /stop"."""
+    scripted_llm.script([Calls([("time", {})])])
+    env = env_for(scripted_llm, tmp_path, ANIA_APPROVAL__TOOLS='["time"]')
+    pty = pty_run("chat", env=env)
+    pty.expect("/quit or Ctrl-D quits.")
+    pty.send("what time is it?\n")
+    pty.expect('or "deny ')
+    pty.send("\x03")
+    assert pty.wait() == 130 and "Traceback" not in pty.text
+    with sqlite3.connect(tmp_path / "data" / "ania.db") as db:
+        rows = db.execute("select input, status from query_log").fetchall()
+        ops = [json.loads(d) for (d,) in db.execute("select detail from op_log where kind = 'tool_approval'")]
+    assert rows == [("what time is it?", "interrupted")]
+    assert [(o["tool"], o["decision"], o["reason"]) for o in ops] == [("time", "deny", "interrupted by Ctrl-C")]
+    scripted_llm.script([Reply("back")])
+    assert ania("chat", env=env, stdin="again\n").stdout == "back\n"
+    tool_result = next(m for m in scripted_llm.requests[-1].messages if m["role"] == "tool")
+    assert tool_result["content"] == "Not run: interrupted by Ctrl-C."

@@ -10,13 +10,15 @@ person would. `/quit` and `/exit` end the chat (running turns are stopped), as d
 
 Output: replies go to stdout, and so do texts for the session that arrive between turns (a scheduled
 task's reply, C5: the clock starts with the chat). When stdout is a TTY, a status line shows what the bot is doing now
-("thinking", "running bash", "waiting for approval", with the seconds spent and, after a while, the
-model endpoint it waits for), each tool call that finished gets a line, and a failed model call names
-the endpoint's URL. The steps come from a LangChain callback handler carried by a context variable
-(the way LangChain attaches tracers), so the engine needs no hook for its terminal.
+("thinking", "running bash", with the seconds spent and, after a while, the model endpoint it waits for),
+each tool call that finished gets a line, and a failed model call names the endpoint's URL. At a terminal
+the `you> ` prompt shows when the bot waits for the person (idle, or an approval asked); colour where the
+terminal takes it (ania/platforms/terminal_screen.py). A piped chat whose messages failed exits 1. The
+steps come from a LangChain callback handler carried by a context variable (the way LangChain attaches
+tracers), so the engine needs no hook for its terminal.
 
-Ctrl-C: the running turns are stopped and settled before the engine closes, then the CLI prints one
-line and exits 130.
+Ctrl-C: the running turns are stopped and settled before the engine closes (recorded as "interrupted by
+Ctrl-C", not as /stop), then the CLI prints one line and exits 130.
 
 `/as <user> <text>` sends one line as another user (e.g. a second admin answering a configuration
 change's approval). Only the local operator may: with `--user`, the terminal has that user's rights
@@ -35,6 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TextIO
 from uuid import UUID
 
@@ -44,14 +47,14 @@ from langchain_core.tracers.context import register_configure_hook
 from ania.engine import Engine, TurnResult
 from ania.entry import MessageEntry
 from ania.platforms.bridge import ChatBridge
+from ania.platforms.terminal_screen import TICK_SEC, Screen, StatusLine
+from ania.recovery import CTRL_C
 from nodes.model import MODEL_FAILED
 
 QUIT = ("/quit", "/exit")
 READ_SIZE = 65536
-FRAMES = "|/-\\"
-TICK_SEC = 0.1
-#: After this long on one model call, the status line also names the endpoint it waits for.
-SLOW_SEC = 5.0
+#: Turn statuses that count as a failed message for the exit status of a piped chat.
+FAILED = ("error", "timeout")
 STEP_NAMES = {"prepare": "thinking", "model": "thinking", "compact": "compacting the conversation",
               "finish": "finishing"}
 
@@ -87,63 +90,6 @@ class StdinLines:
 
     async def readline(self) -> str | None:
         return await self._queue.get()
-
-
-class StatusLine:
-    """The one line at the bottom of a TTY that says what the bot is doing; redrawn in place."""
-
-    def __init__(self, out: TextIO, endpoint: str) -> None:
-        self.out = out
-        self.endpoint = endpoint
-        self.step = "thinking"
-        self.step_since = time.monotonic()
-        self.waiting = False
-        self._frame = 0
-        self._started = 0.0
-        self._shown = False
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        if self._task is None:
-            self._started = self.step_since = time.monotonic()
-            self.step = "thinking"
-            self._task = asyncio.create_task(self._spin())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        self.clear()
-
-    def set(self, step: str) -> None:
-        if step != self.step:
-            self.step, self.step_since = step, time.monotonic()
-            self.draw()
-
-    def clear(self) -> None:
-        if self._shown:
-            self.out.write("\r\x1b[K")
-            self.out.flush()
-            self._shown = False
-
-    def draw(self) -> None:
-        if self._task is None:
-            return
-        now = time.monotonic()
-        step = "waiting for approval" if self.waiting else self.step
-        if step == "thinking" and now - self.step_since > SLOW_SEC:
-            step += f", waiting for {self.endpoint}"
-        self.out.write(f"\r\x1b[K{FRAMES[self._frame % len(FRAMES)]} {step} ({now - self._started:.0f} s)")
-        self.out.flush()
-        self._shown = True
-
-    async def _spin(self) -> None:
-        while True:
-            self.draw()
-            await asyncio.sleep(TICK_SEC)
-            self._frame += 1
 
 
 class StepWatcher(BaseCallbackHandler):
@@ -184,24 +130,25 @@ class StepWatcher(BaseCallbackHandler):
         self.status.set("running " + ", ".join(names) if names else "thinking")
 
 
+@dataclass
+class Outcome:
+    """How the chat's messages ended: a piped chat whose messages failed exits 1 (cli.py)."""
+
+    turns: int = 0
+    failed: int = 0
+
+
 async def run_terminal(engine: Engine, session_key: str, user_id: str, out: TextIO = sys.stdout, *,
-                       note: str = "", stdin_fd: int = 0, local: bool = False) -> None:
+                       note: str = "", stdin_fd: int = 0, local: bool = False) -> Outcome:
     """`local`: the person at the terminal is the bot's operator (no --user), who may speak `/as` others."""
     tty_in = os.isatty(stdin_fd)
     llm = engine.services.settings.llm
-    status = StatusLine(out, llm.base_url) if out.isatty() else None
+    screen = Screen(out, llm.base_url, tty_in=tty_in)
+    status = screen.status
+    outcome = Outcome()
 
     def emit(text: str) -> None:  # the status line comes back at its next tick if the turn goes on
-        if status is not None:
-            status.clear()
-        out.write(("ania> " if tty_in else "") + text + "\n")
-        out.flush()
-
-    def emit_note(text: str) -> None:
-        if status is not None:
-            status.clear()
-            out.write(text + "\n")
-            out.flush()
+        screen.line(text, reply=True)
 
     async def send(text: str) -> None:
         emit(text)
@@ -214,10 +161,14 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
 
     def turn_done(task: asyncio.Task[TurnResult]) -> None:
         active.discard(task)
-        if not task.cancelled() and task.exception() is None and _endpoint_failed(task.result()):
+        if task.cancelled():
+            return
+        failed = task.exception() is not None or task.result().status in FAILED
+        outcome.turns, outcome.failed = outcome.turns + 1, outcome.failed + failed
+        if task.exception() is None and _endpoint_failed(task.result()):
             line = f"ania: the model endpoint {llm.base_url} (model {llm.model}) failed: {_detail(task.result())}"
             if status is not None:
-                emit_note(line)
+                screen.note(line)
             else:
                 sys.stderr.write(line + "\n")
 
@@ -228,7 +179,7 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
         detach()
         raise
     if status is not None:
-        _steps_var.set(StepWatcher(status, emit_note))
+        _steps_var.set(StepWatcher(status, screen.note))
         unfilter = _clear_before_logs(status)
     bridge = ChatBridge(send, engine.services.paths.data_dir / "outbox" / session_key)
     entry = MessageEntry(engine, lambda _key: bridge)
@@ -241,12 +192,7 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
         out.flush()
     try:
         while True:
-            if status is not None:
-                if active:
-                    status.start()
-                else:
-                    await status.stop()
-            line = await _next_line(lines, status, engine, session_key, active)
+            line = await _next_line(lines, screen, engine, session_key, active)
             if line is None:
                 await entry.drain()
                 break
@@ -272,7 +218,7 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
         if out.isatty():
             out.write("\r\x1b[K")
             out.flush()
-        await entry.stop(session_key)
+        await entry.stop(session_key, reason=CTRL_C)
         raise
     finally:
         if status is not None:
@@ -280,19 +226,28 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
             _steps_var.set(None)
             unfilter()
         detach()
+    return outcome
 
 
-async def _next_line(lines: StdinLines, status: StatusLine | None, engine: Engine, session_key: str,
+async def _next_line(lines: StdinLines, screen: Screen, engine: Engine, session_key: str,
                      active: set[asyncio.Task[TurnResult]]) -> str | None:
-    """The next non-empty line (None at the end of input); keeps the status line's approval flag fresh."""
+    """The next non-empty line (None at the end of input). At a terminal, while it waits: the status line
+    runs while a turn works, and the prompt is shown (the status line cleared first) when the bot waits
+    for the person: no turn running, or a turn asking for an approval."""
+    status = screen.status
     while True:
         reader = asyncio.ensure_future(lines.readline())
-        while status is not None and active and not reader.done():
-            status.waiting = engine.services.approvals.is_waiting(session_key)
-            await asyncio.wait([reader, *active], timeout=TICK_SEC, return_when=asyncio.FIRST_COMPLETED)
-            if not active:
+        while status is not None and not reader.done():
+            if not active or engine.services.approvals.is_waiting(session_key):
                 await status.stop()
+                screen.prompt()
+            elif not status.running:  # a turn works (again): its status line replaces the prompt
+                screen.drop_prompt()
+                status.start()
+            await asyncio.wait([reader, *active], timeout=TICK_SEC if active else None,
+                               return_when=asyncio.FIRST_COMPLETED)
         raw = await reader
+        screen.typed()
         if raw is None:
             return None
         if raw.strip():

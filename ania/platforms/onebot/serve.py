@@ -29,11 +29,11 @@ async def run_serve(engine: Engine, stop: asyncio.Event | None = None) -> None:
     await adapter.start()
     s = engine.services.settings.onebot
     where = s.ws_url or f"ws://{s.listen}/{s.path.strip('/')}"
-    log.warning("ania serve: OneBot v11 on %s; Ctrl-C or SIGTERM stops", where)
+    log.info("ania serve: OneBot v11 on %s; Ctrl-C or SIGTERM stops", where)
     try:
         await engine.services.clock.start()
         await stop.wait()
-        log.warning("ania serve: shutting down (running messages get %g s to finish)", s.shutdown_grace_sec)
+        log.info("ania serve: shutting down (running messages get %g s to finish)", s.shutdown_grace_sec)
     finally:
         await engine.services.clock.stop()
         await adapter.stop()
