@@ -17,6 +17,9 @@ from nodes.state import AgentState, GateState
 from tools.registry import ToolCall, ToolOutcome, parse_raw_arguments
 
 TOOL_NODE = "tool_call"
+#: The result of a call whose gates failed with an unexpected error (a bug, logged with its traceback).
+CALL_FAILED = ('Error: the call to "{name}" failed inside the bot ({detail}); the error is in the log. '
+               "It may or may not have run.")
 
 
 def calls_of(message: AIMessage) -> list[ToolCall]:
@@ -71,6 +74,14 @@ def tool_message(state: GateState) -> ToolMessage:
         status="success" if outcome.status == "ok" else "error",
         response_metadata={"ania_status": outcome.status},
     )
+
+
+def failed_message(call: dict[str, Any], error: Exception) -> ToolMessage:
+    """The ToolMessage for a call whose gates raised: only this call fails, and its id is answered."""
+    name = str(call.get("name") or "")
+    return ToolMessage(content=CALL_FAILED.format(name=name, detail=type(error).__name__),
+                       tool_call_id=str(call.get("id") or ""), name=name, status="error",
+                       response_metadata={"ania_status": "error"})
 
 
 def result_dict(outcome: ToolOutcome) -> dict[str, Any]:
