@@ -15,6 +15,7 @@ from langgraph.graph import END
 from langgraph.types import interrupt
 
 from nodes.hook_events import hook_event
+from nodes.safe_calls import unusable_error
 from nodes.state import GateState
 from nodes.tool_calls import tool_message
 from services.approvals import ALLOW_WORDS, DENY_WORDS
@@ -81,6 +82,8 @@ def _call_and_tool(state: GateState, ctx: RunContext) -> tuple[ToolCall, Tool, A
 
 async def plan_mode(state: GateState, ctx: RunContext) -> dict[str, Any]:
     """Also the call's own check: unknown tools and invalid arguments end the branch here."""
+    if unusable := unusable_error(state["call"]["name"], state["call"].get("args_error")):
+        return {"result": {"text": unusable, "status": "error"}}
     try:
         call, tool, args = _call_and_tool(state, ctx)
     except ToolError as e:
