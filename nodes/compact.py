@@ -28,6 +28,7 @@ from nodes.hook_events import hook_event
 from nodes.prompt import SUMMARY_TAG, text_of
 from nodes.state import AgentState, usage_of
 from services.context import RunContext
+from services.unicode_safe import scrub
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ async def compact(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         log.warning("compaction of %s failed: %s", ctx.session_key, e)
         return {}
     summary = HumanMessage(
-        content=f"<{SUMMARY_TAG}>\n{text_of(reply).strip()}\n</{SUMMARY_TAG}>",
+        content=f"<{SUMMARY_TAG}>\n{scrub(text_of(reply)).strip()}\n</{SUMMARY_TAG}>",
         id=f"summary-{messages[cut].id}",
     )
     counted = usage_of(reply)

@@ -7,6 +7,7 @@ answer (or a timeout's deny); Studio and the HTTP API resume with `allow` / `den
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -14,13 +15,17 @@ from langgraph.graph import END
 from langgraph.types import interrupt
 
 from nodes.hook_events import hook_event
+from nodes.safe_calls import unusable_error
 from nodes.state import GateState
 from nodes.tool_calls import tool_message
 from services.approvals import ALLOW_WORDS, DENY_WORDS
 from services.context import RunContext
 from services.errors import ToolError
+from services.hooks import HookEvent, HookOutcome
 from tools.base import Tool
 from tools.registry import ToolCall
+
+log = logging.getLogger(__name__)
 
 PLAN_BLOCKED = (
     'Blocked: plan mode is on, and "{name}" has side effects. Plan first (todo_write is allowed); '
@@ -28,6 +33,7 @@ PLAN_BLOCKED = (
 )
 HOOK_BLOCKED = 'Blocked by a PreToolUse hook: {reason}'
 HOOK_ASKS = "A PreToolUse hook asks for approval: {reason}"
+HOOK_FAILED = "Blocked: the PreToolUse hooks could not be run (the error is in the bot's log); blocked to be safe."
 DENIED = 'Not run: user {by} denied the call to "{name}"{why}.'
 NO_ANSWER = 'Not run: no approval for "{name}" ({why}).'
 APPROVAL_PROMPT = 'Tool "{name}" wants to run with {args}\n{why}'
@@ -76,6 +82,8 @@ def _call_and_tool(state: GateState, ctx: RunContext) -> tuple[ToolCall, Tool, A
 
 async def plan_mode(state: GateState, ctx: RunContext) -> dict[str, Any]:
     """Also the call's own check: unknown tools and invalid arguments end the branch here."""
+    if unusable := unusable_error(state["call"]["name"], state["call"].get("args_error")):
+        return {"result": {"text": unusable, "status": "error"}}
     try:
         call, tool, args = _call_and_tool(state, ctx)
     except ToolError as e:
@@ -96,9 +104,21 @@ async def _route(call: ToolCall, tool: Tool, args: Any, ctx: RunContext) -> list
     return route
 
 
+async def _hooks(ctx: RunContext, event: HookEvent) -> HookOutcome | None:
+    """The hooks' outcome, or None when the hook runner itself failed (logged naming the event and tool):
+    a runner's bug never replaces the call's result nor fails the round's other calls (issue 22, item 12)."""
+    try:
+        return await ctx.services.hooks.run(event)
+    except Exception:
+        log.exception("the %s hooks failed for tool %s in %s", event.name, event.tool_name, ctx.session_key)
+        return None
+
+
 async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     call = ToolCall.from_dict(state["call"])
-    out = await ctx.services.hooks.run(hook_event(ctx, "PreToolUse", tool_name=call.name, tool_input=call.args))
+    out = await _hooks(ctx, hook_event(ctx, "PreToolUse", tool_name=call.name, tool_input=call.args))
+    if out is None:  # their verdict is unknown: blocked, as a hook whose answer cannot be read
+        return {"blocked": HOOK_FAILED}
     if out.blocked:
         return {"blocked": HOOK_BLOCKED.format(reason=out.reason or "no reason given")}
     update: dict[str, Any] = {"notes": list(out.context)} if out.context else {}
@@ -113,9 +133,9 @@ async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
 async def post_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     """Tell PostToolUse hooks, then write the result (with any hook context) as the ToolMessage."""
     call = ToolCall.from_dict(state["call"])
-    out = await ctx.services.hooks.run(hook_event(
+    out = await _hooks(ctx, hook_event(
         ctx, "PostToolUse", tool_name=call.name, tool_input=call.args, tool_result=state.get("result", {}).get("text")))
-    notes = [*state.get("notes", []), *out.context]
+    notes = [*state.get("notes", []), *(out.context if out is not None else ())]
     return {"messages": [tool_message({**state, "notes": notes})]}
 
 

@@ -24,6 +24,7 @@ from nodes.compact import needs_compaction
 from nodes.images import present_images
 from nodes.prepare import finish, prepare, starts_turn, stop_event
 from nodes.prompt import request_messages, text_of
+from nodes.safe_calls import safe_reply
 from nodes.state import AgentState, add_usage, usage_of
 from nodes.tool_calls import pending_calls
 from services.context import RunContext
@@ -129,7 +130,7 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         # Silence is never an answer: the user gets a short fallback, and the log says why.
         log.warning("model returned an empty answer for %s; sent a fallback reply", ctx.session_key)
         update_fields["content"] = EMPTY_REPLY
-    reply = reply.model_copy(update=update_fields)
+    reply = safe_reply(reply.model_copy(update=update_fields))  # no value of the model's may break the turn
     usage = add_usage(usage_of(reply), seen_usage) if seen_usage else usage_of(reply)
     update: dict[str, Any] = {"messages": [*shown, reply], "turn_usage": usage, "total_usage": usage}
     if reply.tool_calls or reply.invalid_tool_calls:

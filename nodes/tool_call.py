@@ -13,10 +13,12 @@ again inside the gate graph for a pausing call; it has no side effects, so that 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
@@ -26,7 +28,10 @@ from nodes.context import ContextFactory, resolve
 from nodes.execute import emit, execute_call
 from nodes.gates import admin_approval, human_approval, plan_mode, post_tool_hooks, pre_tool_hooks, route_after
 from nodes.state import GateInput, GateState, add_usage
+from nodes.tool_calls import failed_message
 from services.context import RunContext
+
+log = logging.getLogger(__name__)
 
 Gate = Callable[[GateState, RunContext], Awaitable[dict[str, Any]]]
 
@@ -78,9 +83,16 @@ def tool_call_node(pausable: CompiledStateGraph[Any, Any, Any, Any],
 
     async def tool_call(state: GateInput, runtime: Runtime[Any], config: RunnableConfig) -> dict[str, Any]:
         ctx = await resolve(runtime, config, context_factory)
-        first = await plan_mode({"call": state["call"]}, ctx)
-        if may_pause(first):
-            return await pausable.ainvoke(state, config, durability="exit")
-        return await walk_gates({"call": state["call"]}, first, ctx)
+        try:
+            first = await plan_mode({"call": state["call"]}, ctx)
+            if may_pause(first):
+                return await pausable.ainvoke(state, config, durability="exit")
+            return await walk_gates({"call": state["call"]}, first, ctx)
+        except GraphBubbleUp:  # an approval's pause (or a command for the parent graph): not a failure
+            raise
+        except Exception as e:  # a bug in a gate: this call's result says so; the round's other calls go on
+            log.exception("tool call %s (%s) failed in %s", state["call"].get("name"), state["call"].get("id"),
+                          ctx.session_key)
+            return {"messages": [failed_message(state["call"], e)]}
 
     return tool_call

@@ -13,16 +13,23 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END
 from langgraph.types import Send
 
+from nodes.safe_calls import MARK as UNUSABLE_MARK
 from nodes.state import AgentState, GateState
+from services.unicode_safe import scrub
 from tools.registry import ToolCall, ToolOutcome, parse_raw_arguments
 
 TOOL_NODE = "tool_call"
+#: The result of a call whose gates failed with an unexpected error (a bug, logged with its traceback).
+CALL_FAILED = ('Error: the call to "{name}" failed inside the bot ({detail}); the error is in the log. '
+               "It may or may not have run.")
 
 
 def calls_of(message: AIMessage) -> list[ToolCall]:
     calls = [ToolCall(id=c["id"] or "", name=c["name"], args=dict(c.get("args") or {})) for c in message.tool_calls]
     for bad in message.invalid_tool_calls:  # the provider re-reads them in this same order
-        _, error = parse_raw_arguments(bad.get("args") or "")
+        error: str | None = bad.get("error") or ""
+        if not str(error).startswith(UNUSABLE_MARK):  # not made invalid by nodes/safe_calls.py: the provider's JSON
+            _, error = parse_raw_arguments(bad.get("args") or "")
         calls.append(ToolCall(id=bad.get("id") or "", name=bad.get("name") or "", args={},
                               args_error=error or "invalid arguments"))
     return calls
@@ -62,15 +69,23 @@ def route_after_model(state: AgentState) -> list[Send] | str:
 def tool_message(state: GateState) -> ToolMessage:
     call = ToolCall.from_dict(state["call"])
     outcome = ToolOutcome(state["blocked"], "blocked") if state.get("blocked") else ToolOutcome(**state["result"])
-    text = outcome.text
+    text = scrub(outcome.text)  # a tool's text (an MCP server's, a file name) may carry a lone surrogate
     notes = [n for n in state.get("notes", []) if n]
     if notes:
-        text += "\n\n" + "\n".join(f"<hook_context>{n}</hook_context>" for n in notes)
+        text += "\n\n" + "\n".join(f"<hook_context>{scrub(n)}</hook_context>" for n in notes)
     return ToolMessage(
         content=text, tool_call_id=call.id, name=call.name,
         status="success" if outcome.status == "ok" else "error",
         response_metadata={"ania_status": outcome.status},
     )
+
+
+def failed_message(call: dict[str, Any], error: Exception) -> ToolMessage:
+    """The ToolMessage for a call whose gates raised: only this call fails, and its id is answered."""
+    name = str(call.get("name") or "")
+    return ToolMessage(content=CALL_FAILED.format(name=name, detail=type(error).__name__),
+                       tool_call_id=str(call.get("id") or ""), name=name, status="error",
+                       response_metadata={"ania_status": "error"})
 
 
 def result_dict(outcome: ToolOutcome) -> dict[str, Any]:

@@ -12,8 +12,13 @@ that person in that chat; otherwise the answer lists the pending ids.
 
 Who may answer (the README's rights table):
 - configuration changes: an admin other than the requester;
-- other calls: an admin, or the requester in a private chat (in a group only when
-  `approval.self_approve_in_groups` is on); runs with no requester (subagents, clock) only admins.
+- other calls: an admin; the requester too only when `approval.self_approve_in_private` (in a private
+  chat) or `approval.self_approve_in_groups` (in a group) is on; runs with no requester (subagents,
+  clock) only admins.
+
+Where the prompt goes: a configuration change to an admin's private chat first. So does any call in a
+private chat whose one member may not decide it (anyone who can message the bot would otherwise approve
+their own bash); that chat is told an admin was asked, and with no admin to ask the call is denied at once.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import re
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from services.admins import Admins
@@ -38,6 +44,9 @@ TIMED_OUT = "timed out after {sec:g} s"
 HOW_TO_ANSWER = 'Reply "allow {id}" or "deny {id}" (允许/同意/yes, 拒绝/no).'
 UNKNOWN_ID = "No approval {id} is waiting here. {listing}"
 SEVERAL = "Several approvals are waiting here; answer one by its id. {listing}"
+
+ADMIN_ASKED = 'An admin must approve "{tool}" here; I asked one (request {id}) and wait for the answer.'
+NO_ADMIN = "only an admin can approve it in a private chat, and no admin could be asked"
 
 #: Sends a prompt to a session (the runtime's platform); returns False when it could not.
 Notify = Callable[[str, str], Awaitable[bool]]
@@ -89,10 +98,21 @@ class Approvals:
         if admin:
             return None
         if requester and user_id == requester:
-            if str(request.get("session", "")).startswith("f:") or self._settings.approval.self_approve_in_groups:
+            if _private(request):
+                if self._settings.approval.self_approve_in_private:
+                    return None
+                return "in a private chat only an admin can approve (approval.self_approve_in_private is off)."
+            if self._settings.approval.self_approve_in_groups:
                 return None
             return "in a group only an admin can approve (approval.self_approve_in_groups is off)."
         return "only the person who asked or an admin can decide."
+
+    def _to_admin(self, request: dict[str, Any]) -> bool:
+        """Whether the prompt goes to an admin's private chat: configuration changes, and calls in a
+        private chat whose one member (`f:<id>`) may not decide them."""
+        if request["kind"] == "admin":
+            return True
+        return _private(request) and self.may_answer(request, _owner(request)) is not None
 
     def _new_id(self) -> str:
         while True:
@@ -109,13 +129,18 @@ class Approvals:
             rid = self._new_id()
             prompt = f"{request['prompt']}\n{HOW_TO_ANSWER.format(id=rid)}"
             places = [session]
-            if request["kind"] == "admin":
+            if self._to_admin(request):
                 for admin in self._admins.ids():
                     if admin != request.get("requester") and await self._notify(f"f:{admin}", prompt):
                         places.append(f"f:{admin}")
                         break
-            if len(places) == 1 or request["kind"] != "admin":
-                await (here(prompt) if here is not None else self._notify(session, prompt))
+            show = here if here is not None else partial(self._notify, session)
+            if request["kind"] != "admin" and self._to_admin(request):  # nobody in this chat may decide
+                if len(places) == 1:
+                    return {"decision": "deny", "by": "", "reason": NO_ADMIN}
+                await show(ADMIN_ASKED.format(tool=request["tool"], id=rid))
+            elif len(places) == 1:
+                await show(prompt)
             future: asyncio.Future = asyncio.get_running_loop().create_future()
             self._pending[rid] = Pending(rid, request, future, tuple(places))
             timeout = self._timeout or self._settings.approval.effective_timeout
@@ -166,3 +191,12 @@ class Approvals:
 
     def pending_ids(self, place: str) -> list[str]:
         return [p.id for p in self._here(place)]
+
+
+def _private(request: dict[str, Any]) -> bool:
+    return str(request.get("session", "")).startswith("f:")
+
+
+def _owner(request: dict[str, Any]) -> str:
+    """The one member of a private chat `f:<id>` (a subagent's or clock run's calls carry the chat's key)."""
+    return str(request.get("session", ""))[2:]

@@ -96,6 +96,9 @@ class ApprovalSettings(BaseModel):
     self_approve_in_groups: bool = Field(
         False, description="In a group, a non-admin may approve their own call (else only admins can)"
     )
+    self_approve_in_private: bool = Field(
+        False, description="In a private chat, a non-admin may approve their own call (else an admin is asked)"
+    )
 
     @property
     def effective_timeout(self) -> float:

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from services.store import AppStore
+from services.unicode_safe import scrub
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
 UNFINISHED: tuple[str, ...] = ("pending", "in_progress")
@@ -56,12 +57,13 @@ class TodoStore:
         return f"todo_hash:{session}"
 
     def get(self, session: str) -> list[TodoItem]:
-        return [TodoItem.model_validate(d) for d in self.store.kv_get(self._key(session), [])]
+        # scrub: a list stored before lone surrogates were refused must not break the session's reminders
+        return [TodoItem.model_validate(scrub(d)) for d in self.store.kv_get(self._key(session), [])]
 
     def replace(self, session: str, items: list[TodoItem]) -> None:
         """The whole list is replaced; an empty list deletes it."""
         if items:
-            self.store.kv_set(self._key(session), [item.model_dump() for item in items])
+            self.store.kv_set(self._key(session), [scrub(item.model_dump()) for item in items])
         else:
             self.store.kv_delete(self._key(session))
 

@@ -59,7 +59,7 @@ async def test_a_doubtful_call_asks_a_human_with_the_reason(scripted_llm, make_c
     chat = await make_chat(bash_settings(scripted_llm, tmp_path, approval=True), approval_timeout_sec=0.3)
     line = "cat <<EOF\nhello\nEOF"
     scripted_llm.script([Calls([("bash", {"command": line})]), Reply("done")])
-    out = await chat.say("f:u1", "u1", "try")
+    out = await chat.say("f:admin", "admin", "try")
     assert any("could not be checked fully: a here-document (<<)" in t for t in out), out
     assert tool_results(scripted_llm) == ['Not run: no approval for "bash" (timed out after 0.3 s).']
     assert inspections == [line]

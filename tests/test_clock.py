@@ -171,11 +171,12 @@ async def test_only_an_admin_approves_a_call_of_a_clock_run(scripted_llm, make_c
     clock = chat.engine.services.clock
     clock.create("f:u1", "u1", "in 1s", "PROMPT-A", name="asks")
     approvals = chat.engine.services.approvals
-    await wait_for(lambda: approvals.is_waiting("f:u1"), 15)
-    assert chat.out["f:u1"][-1].startswith('[clock task 1] Tool "time" wants to run with {"timezone": "Asia/Shanghai"}')
+    await wait_for(lambda: approvals.is_waiting("f:admin"), 15)  # nobody in f:u1 may decide: an admin is asked
+    assert chat.out["f:admin"][-1].startswith('[clock task 1] Tool "time" wants to run with {"timezone": "Asia/Shanghai"}')
+    assert 'An admin must approve "time" here; I asked one' in chat.out["f:u1"][-1]
     assert await chat.say("f:u1", "u1", "allow") == [  # the task's creator is not its requester: nobody is
         "You cannot answer this approval: only the person who asked or an admin can decide."]
-    assert (await chat.say("f:u1", "admin", "allow"))[0].startswith('Allowed: "time"')
+    assert (await chat.say("f:admin", "admin", "allow"))[0].startswith('Allowed: "time"')
     await runs_until(clock, "f:u1", finished)
     assert chat.out["f:u1"][-1] == "approved and done"
     assert "+0800" in tool_results(requests_of(scripted_llm, "PROMPT-A")[-1])[0]

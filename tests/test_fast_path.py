@@ -121,7 +121,7 @@ async def test_calls_that_may_pause_still_run_the_gate_graph(scripted_llm, make_
     """An approval pauses and resumes at its gate: only the gate graph (on the checkpointer) can do that."""
     from tests.test_gates import _ask_then
 
-    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"]}))
+    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"], "self_approve_in_private": True}))
     scripted_llm.script([Calls([("time", {"timezone": "UTC"}), ("todo_write", {"todos": [
         {"content": "x", "status": "pending"}]})]), Reply("done")])
     await _ask_then(chat, "f:u1", "u1", "time?", [("u1", "allow")])

@@ -111,7 +111,7 @@ async def _ask_then(chat, session, requester, text, replies):
 
 
 async def test_requester_approves(scripted_llm, make_chat):
-    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"]}))
+    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"], "self_approve_in_private": True}))
     scripted_llm.script([Calls([("time", {"timezone": "Asia/Shanghai"})]), Reply("done")])
     answers = await _ask_then(chat, "f:u1", "u1", "time?", [("u1", "allow")])
     assert re.fullmatch(r'Allowed: "time" \([0-9a-f]{4}\)\.', answers[0][0])
@@ -134,7 +134,7 @@ async def test_admin_approves_in_a_group_and_a_stranger_is_refused(scripted_llm,
 
 
 async def test_deny_and_ordinary_messages_are_not_taken(scripted_llm, make_chat):
-    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"]}))
+    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"], "self_approve_in_private": True}))
     scripted_llm.script([Calls([("time", {})]), Reply("understood"), Reply("second")])
     task = await chat.entry.submit("f:u1", "u1", "time?")
     await wait_for(lambda: chat.engine.services.approvals.is_waiting("f:u1"))
@@ -207,7 +207,7 @@ async def test_stop_cancels_the_wait_and_the_session_goes_on(scripted_llm, make_
 
 
 async def test_two_approvals_are_asked_one_after_the_other(scripted_llm, make_chat):
-    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time", "config_get"]}))
+    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time", "config_get"], "self_approve_in_private": True}))
     note = Marker()
     chat.engine.services.shared_tools.add([note])
     scripted_llm.script([Calls([("time", {"timezone": "UTC"}), ("write_note", {"key": "fast"}),
@@ -230,7 +230,7 @@ async def test_two_approvals_are_asked_one_after_the_other(scripted_llm, make_ch
 async def test_only_calls_that_may_pause_store_gate_checkpoints(scripted_llm, make_chat, tmp_path):
     import sqlite3
 
-    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"]}))
+    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"], "self_approve_in_private": True}))
     scripted_llm.script([Calls([("todo_write", {"todos": []})]), Reply("plain")])
     await chat.say("f:u1", "u1", "clear my list")
     db = chat.engine.services.paths.data_dir / "checkpoints.db"

@@ -77,7 +77,7 @@ async def test_two_approvals_in_one_admin_chat_never_answer_each_other(scripted_
 
 
 async def test_unknown_approval_id_is_told_and_decides_nothing(scripted_llm, make_chat):
-    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"]}), approval_timeout_sec=2)
+    chat = await make_chat(make_settings(scripted_llm, approval={"tools": ["time"], "self_approve_in_private": True}), approval_timeout_sec=2)
     scripted_llm.script([Calls([("time", {})]), Reply("end")])
     task = await chat.entry.submit("f:u1", "u1", "time?")
     await wait_for(lambda: chat.engine.services.approvals.is_waiting("f:u1"))

@@ -89,7 +89,7 @@ async def test_ask_through_the_loop_asks_a_human_even_with_approval_off(scripted
     chat = await make_chat(make_settings(scripted_llm, approval={"enable": False}), hooks=HookManager(cfg),
                            approval_timeout_sec=0.3)
     scripted_llm.script([Calls([("time", {})]), Reply("ok")])
-    out = await chat.say("f:u1", "u1", "time?")
+    out = await chat.say("f:admin", "admin", "time?")  # an admin: the prompt is asked in this chat
     assert out[0].startswith('Tool "time" wants to run with {}\nA PreToolUse hook asks for approval: check the zone')
     results = [m["content"] for m in scripted_llm.requests[-1].messages if m["role"] == "tool"]
     assert results == ['Not run: no approval for "time" (timed out after 0.3 s).']

@@ -90,7 +90,7 @@ async def test_fork_errors_are_clear(scripted_llm, make_chat):
 
 
 async def test_history_says_what_each_step_did_newest_first(scripted_llm, make_chat):
-    chat = await make_chat(make_settings(scripted_llm, approval={"enable": True, "tools": ["time"]}),
+    chat = await make_chat(make_settings(scripted_llm, approval={"enable": True, "tools": ["time"], "self_approve_in_private": True}),
                            approval_timeout_sec=30)
     scripted_llm.script([Calls([("time", {})]), Reply("noon")])
     task = await chat.entry.submit(SESSION, "u1", "what time")

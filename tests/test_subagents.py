@@ -207,12 +207,13 @@ async def test_only_an_admin_approves_a_subagent_call_and_silence_denies(scripte
         .on("TASK-ASK", Calls([("time", {"timezone": "Asia/Shanghai"})]), Calls([("time", {})]), Reply("went on")))
     approvals = chat.engine.services.approvals
     task = await chat.entry.submit("f:u1", "u1", "ask twice")
-    await wait_for(lambda: approvals.is_waiting("f:u1"))
-    prompt = chat.out["f:u1"][-1]
+    await wait_for(lambda: approvals.is_waiting("f:admin"))  # nobody in f:u1 may decide: an admin is asked
+    prompt = chat.out["f:admin"][-1]
     assert prompt.startswith('[subagent] Tool "time" wants to run with {"timezone": "Asia/Shanghai"}')
+    assert 'An admin must approve "time" here; I asked one' in chat.out["f:u1"][-1]
     assert await chat.say("f:u1", "u1", "allow") == [  # the parent's requester is not the subagent's
         "You cannot answer this approval: only the person who asked or an admin can decide."]
-    assert (await chat.say("f:u1", "admin", "allow"))[0].startswith('Allowed: "time"')
+    assert (await chat.say("f:admin", "admin", "allow"))[0].startswith('Allowed: "time"')
     await wait_for(lambda: approvals.is_waiting("f:u1"))  # the second call: nobody answers
     assert (await task).reply == "done"
     second, third = requests_of(scripted_llm, "TASK-ASK")[1:]

@@ -261,7 +261,7 @@ class ScriptedOpenAI:
         if body.get("stream"):
             return StreamingResponse(self._stream(message, usage, body), media_type="text/event-stream")
         self._seq += 1
-        return JSONResponse({
+        return _Escaping({
             "id": f"chatcmpl-{self._seq}", "object": "chat.completion", "created": 0, "model": self.model,
             "choices": [{"index": 0, "message": message,
                          "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
@@ -381,6 +381,16 @@ def _step(item: Any) -> Step:
     if "fail" in item:
         return Fail(int(item["fail"]), str(item.get("message", "scripted failure")))
     return Stall(float(item["stall"]))
+
+
+class _Escaping(JSONResponse):
+    """A lone surrogate in a scripted answer goes out as its JSON escape, as a real provider's would."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, separators=(",", ":")).encode("ascii")
 
 
 def _fill(text: str, body: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from services.errors import ConfigError
 from services.hooks.config import HookTable, ShellHook, parse_hooks
-from services.hooks.shell import build_stdin, execute, interpret
+from services.hooks.shell import build_stdin, execute, failed, interpret
 from services.hooks.types import EVENTS, HookEvent, HookEventName, HookOutcome
 from services.processes import scrubbed_env
 
@@ -78,12 +78,10 @@ class HookManager:
         hooks = self.matching(await self.table(), event.name, event.tool_name)
         if hooks:
             cwd = str(self._cwd or Path.cwd())
-            stdin = build_stdin(event, cwd)
             # Hooks never see the bot's settings or credentials (services/processes.py).
             env = scrubbed_env(CLAUDE_PROJECT_DIR=os.environ.get("CLAUDE_PROJECT_DIR", cwd))
             for hook in hooks:
-                result = await execute(hook.command, stdin, hook.timeout, cwd=cwd, env=env)
-                if (done := fold(interpret(event.name, hook.command, result, hook.timeout))) is not None:
+                if (done := fold(await _run_shell(hook, event, cwd, env))) is not None:
                     return done
         return HookOutcome(context=tuple(contexts), ask=bool(asks), reason=asks[0] if asks else "")
 
@@ -158,3 +156,13 @@ class HookManager:
             log.warning("hook handler %r returned %r on %s, not a HookOutcome; ignored", handler, outcome, event.name)
             return HookOutcome()
         return outcome
+
+
+async def _run_shell(hook: ShellHook, event: HookEvent, cwd: str, env: dict[str, str]) -> HookOutcome:
+    """One shell hook's verdict. An unexpected error (the payload, the loop's pipes) is the hook's failure,
+    logged by `failed`: it never replaces the tool's result or ends the round (issue 22, item 12)."""
+    try:
+        result = await execute(hook.command, build_stdin(event, cwd), hook.timeout, cwd=cwd, env=env)
+        return interpret(event.name, hook.command, result, hook.timeout)
+    except Exception as exc:
+        return failed(event.name, hook.command, exc)

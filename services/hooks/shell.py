@@ -51,7 +51,8 @@ def build_stdin(event: HookEvent, cwd: str) -> bytes:
     body: dict[str, Any] = event.payload()
     body["hook_event_name"] = event.name
     body["cwd"] = cwd
-    return json.dumps(body, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")
+    # A lone surrogate (which UTF-8 cannot carry) becomes its JSON escape, so the document stays valid JSON.
+    return json.dumps(body, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "backslashreplace")
 
 
 async def execute(
@@ -118,6 +119,16 @@ def interpret(event: str, command: str, result: ShellResult, timeout: float) -> 
         why = f"more than {MAX_OUTPUT_BYTES} bytes" if result.truncated else "not valid JSON"
         return _unreadable(event, command, f"its output starts with '{{' but is {why}")
     return _from_json(event, command, obj)
+
+
+def failed(event: str, command: str, exc: Exception) -> HookOutcome:
+    """An error running the hook itself (not its exit code or output): logged naming the hook, never
+    raised into the tool call. On a blocking event its verdict is unknown, so block, as `_unreadable` does."""
+    log.error("%s hook `%s` could not be run (%s: %s)", event, command, type(exc).__name__, exc, exc_info=exc)
+    if event in BLOCKING_EVENTS:
+        return HookOutcome(blocked=True, reason=f"{event} hook `{command}` could not be run "
+                                                f"({type(exc).__name__}); blocked to be safe.")
+    return HookOutcome()
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
@@ -188,11 +199,14 @@ async def _communicate(proc: asyncio.subprocess.Process, data: bytes) -> tuple[C
 
 
 async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
+    """A hook may exit or close its stdin without reading it: fine. asyncio's loop says so with
+    BrokenPipeError / ConnectionResetError; uvloop closes the pipe's transport as soon as it sees the
+    read end close, and a write after that raises RuntimeError ("the handler is closed")."""
     try:
         stdin.write(data)
         await stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the hook does not read its stdin: fine
+    except (OSError, RuntimeError):
+        pass
     finally:
         stdin.close()
 
