@@ -12,6 +12,10 @@ API calls carry an `echo` and are matched to their response; a call waits for a 
 none, and gives up after `onebot.api_timeout_sec` with `OneBotError`. Events are handed to the
 handler as tasks, so a slow handler never stalls the reading of API responses. Heartbeat meta events
 arm a watchdog: a link that stays silent for three intervals is closed (and redialled).
+
+Nothing the peer sends ends the reading loop: a frame that cannot be decoded or handled (any exception,
+e.g. the `RecursionError` of a deeply nested array) is logged and dropped. A link that fails anyway is
+logged as an error; the dialer redials it with the same backoff (in reverse mode the client redials).
 """
 
 from __future__ import annotations
@@ -85,7 +89,11 @@ class Link:
                     log.warning("OneBot link silent for %.0f s (heartbeats missed); closing it", self._silence or 0)
                     await self.ws.close(1001, "heartbeat timeout")
                     break
-                self._frame(raw)
+                try:
+                    self._frame(raw)
+                except Exception as e:  # a frame never ends the link (RecursionError from deep nesting, ...)
+                    log.warning("OneBot sent a frame that could not be handled (%s, dropped): %.200r",
+                                type(e).__name__, raw)
         except ConnectionClosed:
             pass
         finally:
@@ -221,6 +229,8 @@ async def dial_forever(conn: Connection, url: str, token: str, max_delay: float,
             log.error("OneBot: %s refused the connection: HTTP %s%s", url, status, hint)
         except (OSError, WebSocketException, TimeoutError) as e:
             log.warning("OneBot: cannot connect to %s (%s); retrying in %.0f s", url, e or type(e).__name__, delay)
+        except Exception:  # a bug of ours or a peer we did not foresee: the dialer lives on, and says so
+            log.exception("OneBot: the link to %s failed unexpectedly; redialling in %.0f s", url, delay)
         await asyncio.sleep(delay)
         delay = min(max_delay, delay * 2)
 
@@ -269,7 +279,10 @@ async def listen(conn: Connection, host: str, port: int, path: str, token: str,
         if link.api and on_connect is not None:
             task = asyncio.create_task(on_connect())
             task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        await conn.serve_link(link)
+        try:
+            await conn.serve_link(link)
+        except Exception:  # logged once as ours; the implementation redials
+            log.exception("OneBot: the %s client's link failed unexpectedly", role)
         log.warning("OneBot: %s client disconnected", role)
 
     return await serve(handler, host, port, process_request=_check(path, token), max_size=MAX_FRAME)
