@@ -4,8 +4,15 @@ link, a listener without an access token, quotes of messages from other chats, a
 from __future__ import annotations
 
 import logging
+import socket
+import subprocess
+import sys
 
 import pytest
+
+from tests.onebot_fake import FakeOneBot
+from tests.onebot_helpers import BOT
+from tests.test_serve import ROOT, env_for
 
 #: A valid JSON text that no recursive decoder reads: it raised RecursionError out of the frame handler.
 NESTED = "[" * 200_000 + "]" * 200_000
@@ -22,3 +29,28 @@ async def test_a_deeply_nested_frame_is_dropped_and_the_link_lives_on(bot, caplo
     assert b.fake.connections == 1, "the link was not dropped"
     assert any("could not be handled (RecursionError, dropped)" in r.getMessage() for r in caplog.records)
     assert not any(r.exc_info for r in caplog.records), "no traceback"
+
+
+def test_a_listener_other_machines_reach_is_refused_without_an_access_token(scripted_llm, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = env_for(scripted_llm, tmp_path, ANIA_ONEBOT__LISTEN=f"0.0.0.0:{port}")
+    done = subprocess.run([sys.executable, "-m", "ania.cli", "serve"], cwd=ROOT, capture_output=True, text=True,
+                          env=env, timeout=30)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"ania: onebot.listen '0.0.0.0:{port}' is reachable from other machines and "
+                                  "onebot.access_token is empty: set onebot.access_token")
+
+
+async def test_a_loopback_listener_without_an_access_token_warns_once(bot, caplog):
+    with caplog.at_level(logging.WARNING):
+        await bot(mode="reverse", fake=FakeOneBot(self_id=BOT, token="s3cret"), onebot={"access_token": "s3cret"})
+        assert not any("access_token" in r.getMessage() for r in caplog.records)
+        b = await bot(mode="reverse")
+    warned = [r for r in caplog.records if "onebot.access_token" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].levelno == logging.WARNING
+    assert "127.0.0.1:0 has no onebot.access_token: any program on this machine can connect" in warned[0].getMessage()
+    await b.fake.private_message(42, "hi from this machine")
+    await b.fake.wait_for(lambda: b.fake.sent)

@@ -20,7 +20,7 @@ from typing import Any
 from ania.engine import Engine
 from ania.entry import MessageEntry
 from ania.platforms.onebot.bridge import OneBotBridge
-from ania.platforms.onebot.connection import Connection, close_quietly, dial_forever, listen, parse_listen
+from ania.platforms.onebot.connection import Connection, close_quietly, dial_forever, is_loopback, listen, parse_listen
 from ania.platforms.onebot.events import Incoming, allowed, parse_event, strip_prefix
 from ania.platforms.onebot.message import mentions, reply_id
 from ania.platforms.onebot.outbound import Outbound
@@ -70,21 +70,37 @@ class OneBotAdapter:
             raise ConfigError("set onebot.ws_url (forward WebSocket: Ania dials the implementation) or "
                               "onebot.listen (reverse WebSocket: the implementation dials Ania), e.g. "
                               "ANIA_ONEBOT__LISTEN=127.0.0.1:8080")
+        host, port = self._listen_address()
         self._detach = self.engine.services.outboxes.attach("onebot", self._outbox, is_chat_session, self.bridge_for)
         if s.listen:
             try:
-                host, port = parse_listen(s.listen)
                 self._server = await listen(self.conn, host, port, s.path, s.access_token, self._login)
-            except (ValueError, OSError) as e:
+            except OSError as e:
                 self._detach()
                 raise ConfigError(f"onebot.listen {s.listen!r}: {e}") from None
             log.warning("OneBot: listening on ws://%s:%d%s", host, port, "/" + s.path.strip("/"))
-            if not s.access_token and host not in ("127.0.0.1", "::1", "localhost"):
-                log.warning("OneBot: listening on %s without onebot.access_token: anyone who reaches this port "
-                            "can act as the QQ implementation; set a token", host)
         if s.ws_url:
             self._dialer = asyncio.create_task(dial_forever(self.conn, s.ws_url, s.access_token,
                                                             s.reconnect_max_sec, self._login))
+
+    def _listen_address(self) -> tuple[str, int]:
+        """The reverse listener's host and port (("", 0) without one). Whoever connects speaks for QQ and can
+        claim any sender, an admin too: without a token only this machine may connect, and it is warned."""
+        s = self.settings
+        if not s.listen:
+            return "", 0
+        try:
+            host, port = parse_listen(s.listen)
+        except ValueError as e:
+            raise ConfigError(f"onebot.listen {s.listen!r}: {e}") from None
+        if not s.access_token and not is_loopback(host):
+            raise ConfigError(f"onebot.listen {s.listen!r} is reachable from other machines and onebot.access_token "
+                              "is empty: set onebot.access_token (ANIA_ONEBOT__ACCESS_TOKEN; the same token in the "
+                              "OneBot implementation) or listen on 127.0.0.1")
+        if not s.access_token:
+            log.warning("OneBot: onebot.listen %s has no onebot.access_token: any program on this machine can "
+                        "connect as the QQ implementation and claim to be an admin; set a token", s.listen)
+        return host, port
 
     @property
     def port(self) -> int:

@@ -6,7 +6,9 @@
   client, or separate API and Event clients told apart by `X-Client-Role`).
 
 `onebot.access_token` is sent as `Authorization: Bearer` when dialling, and required when listening
-(a missing token is refused with 401, a wrong one with 403, as the spec's HTTP API does).
+(a missing token is refused with 401, a wrong one with 403, as the spec's HTTP API does). Whoever holds
+the link speaks for QQ (it can claim any sender, an admin too), so the adapter refuses to listen on an
+address other machines reach without a token, and warns on loopback.
 
 API calls carry an `echo` and are matched to their response; a call waits for a link while there is
 none, and gives up after `onebot.api_timeout_sec` with `OneBotError`. Events are handed to the
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import ipaddress
 import itertools
 import json
 import logging
@@ -286,6 +289,16 @@ async def listen(conn: Connection, host: str, port: int, path: str, token: str,
         log.warning("OneBot: %s client disconnected", role)
 
     return await serve(handler, host, port, process_request=_check(path, token), max_size=MAX_FRAME)
+
+
+def is_loopback(host: str) -> bool:
+    """Only this machine can reach `host` (an IP literal or `localhost`; any other name counts as reachable)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_listen(value: str) -> tuple[str, int]:
