@@ -6,7 +6,8 @@
    ania/clock/command.py); a custom command (config/commands.json) is expanded into its prompt and goes on
    like a normal message.
 3. Otherwise the message joins its session's queue: one turn at a time per session, sessions in
-   parallel.
+   parallel. What the model reads (a custom command's expansion too) is cut at `bot.max_input_runes`,
+   with a marker that says so.
 
 `/reboot` (admins) checks the new settings first, stops every running turn of this entry (each
 session is told), then rebuilds the engine in place; messages that arrive meanwhile wait for it.
@@ -34,6 +35,7 @@ from services.locks import KeyedLocks
 log = logging.getLogger(__name__)
 
 BridgeFor = Callable[[str], CallbackBridge]
+CUT = "[message cut: {kept} of {total} characters]"
 REBOOT_STOPPED = "Stopped: the bot is restarting (/reboot by an admin). Please send your message again in a moment."
 
 
@@ -74,8 +76,8 @@ class MessageEntry:
                 text, prompt, addressed, trigger = expanded, None, True, "command"
         if not addressed:
             return None
-        task = asyncio.create_task(self._serial(session_key, user_id, text if prompt is None else prompt, bridge,
-                                                trigger))
+        body = cut_input(text if prompt is None else prompt, self.engine.services.settings.bot.max_input_runes)
+        task = asyncio.create_task(self._serial(session_key, user_id, body, bridge, trigger))
         self._tasks.setdefault(session_key, {})[task] = user_id
         task.add_done_callback(lambda t: self._forget(session_key, t))
         return task
@@ -175,6 +177,14 @@ class MessageEntry:
             if not pending:
                 return
             await asyncio.gather(*pending, return_exceptions=True)
+
+
+def cut_input(text: str, limit: int) -> str:
+    """At most `limit` runes of an incoming message and a stable marker saying so: one 10 MB line must not
+    become a 27 MB model request (and then a compaction request of the same size)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n{CUT.format(kept=limit, total=len(text))}"
 
 
 def _restarted(engine: Engine, stopped: int) -> str:

@@ -36,6 +36,9 @@ class BotSettings(BaseModel):
 
     admins: list[str] = Field(default_factory=list, description="User ids with admin rights")
     msg_event_timeout_sec: float = Field(300.0, gt=0, description="Time budget of one message")
+    max_input_runes: int = Field(
+        20_000, ge=100, le=1_000_000, description="An incoming message longer than this is cut (the model is told)"
+    )
     system_prompt: str = Field(
         "You are Ania, a helpful assistant in a chat. Answer concisely.",
         description="System prompt; must not change per turn (keeps the provider cache warm)",

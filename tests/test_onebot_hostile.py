@@ -13,6 +13,8 @@ import pytest
 from tests.onebot_fake import FakeOneBot
 from tests.onebot_helpers import BOT
 from tests.test_serve import ROOT, env_for
+from tests.test_terminal import ania
+from tests.test_terminal import env_for as terminal_env
 
 #: A valid JSON text that no recursive decoder reads: it raised RecursionError out of the frame handler.
 NESTED = "[" * 200_000 + "]" * 200_000
@@ -54,3 +56,24 @@ async def test_a_loopback_listener_without_an_access_token_warns_once(bot, caplo
     assert "127.0.0.1:0 has no onebot.access_token: any program on this machine can connect" in warned[0].getMessage()
     await b.fake.private_message(42, "hi from this machine")
     await b.fake.wait_for(lambda: b.fake.sent)
+
+
+async def test_a_10_mb_message_reaches_the_model_cut_with_a_marker(bot, scripted_llm):
+    b = await bot()
+    await b.fake.private_message(42, "x" * 10_000_000)
+    await b.fake.wait_for(lambda: b.fake.sent, timeout=60)
+    [request] = scripted_llm.requests
+    assert len(request.raw) < 60_000, "the model request stays bounded"
+    assert b.user_texts() == ["x" * 20_000 + "\n[message cut: 20000 of 10000000 characters]"]
+
+
+def test_a_10_mb_line_and_a_custom_command_at_the_terminal_are_cut(scripted_llm, tmp_path):
+    env = terminal_env(scripted_llm, tmp_path, ANIA_BOT__MAX_INPUT_RUNES="30000")
+    (tmp_path / "config" / "commands.json").write_text('{"commands": {"thrice": "$args / $args / $args"}}')
+    done = ania("chat", env=env, stdin="y" * 10_000_000 + "\n/thrice " + "z" * 15_000 + "\n")
+    assert done.returncode == 0, done.stderr
+    first, second = scripted_llm.requests
+    assert len(first.raw) < 80_000 and len(second.raw) < 160_000, "the model requests stay bounded"
+    said = [next(m["content"] for m in reversed(r.messages) if m["role"] == "user") for r in (first, second)]
+    assert said[0] == "y" * 30_000 + "\n[message cut: 30000 of 10000000 characters]"
+    assert said[1] == ("z" * 15_000 + " / " + "z" * 14_997 + "\n[message cut: 30000 of 45006 characters]")
