@@ -10,11 +10,14 @@ import sys
 
 import pytest
 
-from tests.onebot_fake import FakeOneBot
-from tests.onebot_helpers import BOT
+from ania.fakes.openai_server import Calls, Reply
+from ania.platforms.onebot.events import chat_of
+from tests.onebot_fake import FakeOneBot, at, image, reply, text
+from tests.onebot_helpers import ADMIN, BOT
 from tests.test_serve import ROOT, env_for
 from tests.test_terminal import ania
 from tests.test_terminal import env_for as terminal_env
+from tests.web_fake import PNG_1X1, Route, WebFake
 
 #: A valid JSON text that no recursive decoder reads: it raised RecursionError out of the frame handler.
 NESTED = "[" * 200_000 + "]" * 200_000
@@ -77,3 +80,93 @@ def test_a_10_mb_line_and_a_custom_command_at_the_terminal_are_cut(scripted_llm,
     said = [next(m["content"] for m in reversed(r.messages) if m["role"] == "user") for r in (first, second)]
     assert said[0] == "y" * 30_000 + "\n[message cut: 30000 of 10000000 characters]"
     assert said[1] == ("z" * 15_000 + " / " + "z" * 14_997 + "\n[message cut: 30000 of 45006 characters]")
+
+
+@pytest.fixture
+def web():
+    server = WebFake().start()
+    yield server
+    server.stop()
+
+
+SECRET = "the admin password is hunter2"
+ELSEWHERE = "[replying to a message from another chat: not shown here]"
+
+
+async def test_a_quote_of_an_admins_private_message_shows_neither_its_text_nor_its_images(bot, scripted_llm, web):
+    web.routes["/secret.png"] = Route(PNG_1X1, content_type="image/png")
+    b = await bot(llm={"vision": True})
+    private = await b.fake.private_message(int(ADMIN), [text(SECRET), image(web.url("/secret.png"))])
+    await b.fake.wait_for(lambda: b.fake.sent)
+    scripted_llm.script([Calls([("load_images", {})]), Reply("nothing to see")])
+    await b.fake.group_message(555, 42, [reply(private), at(BOT), text(" what did that say?")])
+    await b.fake.wait_for(lambda: "nothing to see" in b.fake.texts())
+    assert b.user_texts()[1] == f"[42] user42: what did that say?\n{ELSEWHERE}"
+    tool = next(m for m in scripted_llm.requests[-1].messages if m["role"] == "tool")
+    assert tool["content"] == "No images: neither this message nor the message it replies to has one."
+    assert not any("hunter2" in r.raw.decode() for r in scripted_llm.requests[1:])
+    assert web.requests == [], "the private image was never fetched"
+
+
+async def test_a_quote_of_the_bots_reply_in_another_chat_neither_addresses_it_nor_shows_it(bot, scripted_llm):
+    b = await bot()
+    await b.fake.private_message(int(ADMIN), SECRET)
+    await b.fake.wait_for(lambda: b.fake.sent)
+    answer = max(b.fake.messages)  # the bot's private answer, as the implementation stored it
+    await b.fake.group_message(555, 42, [reply(answer), text("go on")])  # no @: not for the bot any more
+    await b.fake.group_message(555, 43, [at(BOT), text(" hello")])
+    await b.fake.wait_for(lambda: len(b.fake.sent) == 2)
+    assert b.fake.texts("g:555") == ["echo: [43] user43: hello"] and len(scripted_llm.requests) == 2
+    await b.fake.group_message(555, 42, [reply(answer), at(BOT), text(" go on")])
+    await b.fake.wait_for(lambda: len(b.fake.sent) == 3)
+    assert b.user_texts()[-1] == f"[42] user42: go on\n{ELSEWHERE}"
+    assert not any("hunter2" in r.raw.decode() for r in scripted_llm.requests[1:])
+
+
+async def test_a_quote_whose_chat_the_answer_does_not_name_is_taken_for_another_chats(bot):
+    b = await bot()
+    earlier = await b.fake.group_message(555, 43, SECRET)
+    del b.fake.messages[earlier]["group_id"]  # a get_msg answer without the chat fields
+    await b.fake.group_message(555, 42, [reply(earlier), at(BOT), text(" what did Bob say?")])
+    await b.fake.wait_for(lambda: b.fake.sent)
+    assert b.user_texts() == [f"[42] user42: what did Bob say?\n{ELSEWHERE}"]
+
+
+async def test_quotes_in_the_same_chat_are_shown_and_a_quote_of_the_bot_there_addresses_it(bot):
+    b = await bot()
+    await b.fake.private_message(42, "first words")
+    await b.fake.wait_for(lambda: b.fake.sent)
+    await b.fake.private_message(42, [reply(max(b.fake.messages)), text("and then?")])
+    await b.fake.wait_for(lambda: len(b.fake.sent) == 2)
+    await b.fake.group_message(555, 43, [at(BOT), text(" hi")])
+    await b.fake.wait_for(lambda: len(b.fake.sent) == 3)
+    await b.fake.group_message(555, 44, [reply(max(b.fake.messages)), text("more please")])
+    await b.fake.wait_for(lambda: len(b.fake.sent) == 4)
+    texts = b.user_texts()
+    assert texts[1] == "and then?\n[replying to you (the bot): echo: first words]"
+    assert texts[3] == "[44] user44: more please\n[replying to you (the bot): echo: [43] user43: hi]"
+
+
+async def test_a_private_file_id_from_another_chat_gets_no_url(bot, scripted_llm):
+    b = await bot()
+    b.fake.files["f-9"] = "http://127.0.0.1/files/f-9"
+    await b.fake.private_message(int(ADMIN), [text("keep this"),
+                                              {"type": "file", "data": {"file": "keys.zip", "file_id": "f-9"}}])
+    await b.fake.wait_for(lambda: b.fake.sent)
+    scripted_llm.script([Calls([("get_private_file_url", {"file_id": "f-9"})]), Reply("tried")])
+    await b.fake.private_message(42, "fetch file f-9 for me")
+    await b.fake.wait_for(lambda: "tried" in b.fake.texts())
+    tool = next(m for m in scripted_llm.requests[-1].messages if m["role"] == "tool")["content"]
+    assert tool.startswith("Error: file f-9 was not sent in this chat")
+    assert not any(action == "get_private_file_url" for action, _ in b.fake.calls)
+
+
+def test_which_chat_a_fetched_message_belongs_to():
+    group = {"message_type": "group", "group_id": 555, "user_id": 43, "sender": {"user_id": 43}}
+    assert chat_of(group, "10000") == "g:555"
+    assert chat_of({**group, "group_id": None}, "10000") is None  # no chat named: another chat's
+    assert chat_of({"message_type": "private", "sender": {"user_id": 42}}, "10000") == "f:42"
+    assert chat_of({"message_type": "private", "user_id": 10000, "target_id": 42}, "10000") == "f:42"  # NapCat
+    assert chat_of({"message_type": "private", "user_id": 10000}, "10000") is None  # the bot's, peer unknown
+    assert chat_of({"user_id": 42, "group_id": 555}, "10000") is None  # no message_type
+    assert chat_of({"message_type": "private", "user_id": True}, "10000") is None

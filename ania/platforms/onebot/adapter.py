@@ -1,7 +1,9 @@
 """The OneBot v11 platform: events in, message entry, replies out (D7).
 
 Which messages the bot takes: every private message; in a group one that @-mentions the bot, replies to
-one of its messages, or starts with one of `bot.group_prefixes`. Approval answers and slash commands are
+one of its messages in that group, or starts with one of `bot.group_prefixes`. A quoted message is shown
+to the model (and its images to `load_images`) only when it belongs to the same chat; a quote from
+another chat is shown as such, without its content, and addresses nobody. Approval answers and slash commands are
 taken in a group without an @ (entry decides; anything else that is not addressed is ignored). The bot's
 own messages, blocked users, and users or groups outside `bot.users` / `bot.groups` are ignored.
 
@@ -21,7 +23,7 @@ from ania.engine import Engine
 from ania.entry import MessageEntry
 from ania.platforms.onebot.bridge import OneBotBridge
 from ania.platforms.onebot.connection import Connection, close_quietly, dial_forever, is_loopback, listen, parse_listen
-from ania.platforms.onebot.events import Incoming, allowed, parse_event, strip_prefix
+from ania.platforms.onebot.events import Incoming, allowed, chat_of, parse_event, strip_prefix
 from ania.platforms.onebot.message import mentions, reply_id
 from ania.platforms.onebot.outbound import Outbound
 from services.config import OneBotSettings
@@ -32,6 +34,7 @@ log = logging.getLogger(__name__)
 
 SHUTTING_DOWN = "Stopped: the bot is shutting down. Please send your message again once it is back."
 QUOTE_RUNES = 300
+QUOTE_ELSEWHERE = "[replying to a message from another chat: not shown here]"
 
 
 def is_chat_session(session_key: str) -> bool:
@@ -167,14 +170,15 @@ class OneBotAdapter:
             await self._take(msg)
 
     async def _take(self, msg: Incoming) -> None:
-        quoted, to_bot = await self._quoted(msg)
+        quoted, to_bot, elsewhere = await self._quoted(msg)
+        self.out.note_files(msg.session_key, msg.segments + (quoted.segments if quoted else []))
         typed = msg.text()
         addressed = msg.kind == "private" or to_bot or mentions(msg.segments, self.self_id)
         if msg.kind == "group":
             rest = strip_prefix(typed, list(self.engine.services.settings.bot.group_prefixes))
             if rest is not None:
                 typed, addressed = rest, True
-        prompt = self._prompt(msg, quoted, typed)
+        prompt = self._prompt(msg, quoted, typed) + (f"\n{QUOTE_ELSEWHERE}" if elsewhere else "")
         bridge = OneBotBridge(self.out, msg.session_key, msg, quoted)
         task = await self.entry.submit(msg.session_key, msg.user_id, typed or prompt, bridge=bridge,
                                        prompt=prompt, addressed=addressed)
@@ -189,16 +193,25 @@ class OneBotAdapter:
         else:
             self._live.pop(session_key, None)
 
-    async def _quoted(self, msg: Incoming) -> tuple[Incoming | None, bool]:
-        """The message this one replies to (when it can be read), and whether it is one of the bot's."""
+    async def _quoted(self, msg: Incoming) -> tuple[Incoming | None, bool, bool]:
+        """The message this one replies to when it belongs to this chat (and can be read), whether it is one of
+        the bot's, and whether it belongs to another chat. Ids are small integers a member can walk, so a
+        message is this chat's only when our record of the bot's sends or the implementation's answer says
+        so; an answer that names no chat counts as another chat's."""
         rid = reply_id(msg.segments)
         if not rid:
-            return None, False
-        own = self.out.is_own(rid)
+            return None, False, False
+        own = self.out.own_chat(rid)
         data = await self.out.get_message(rid)
-        quoted = parse_event({**data, "message_type": data.get("message_type") or msg.kind,
-                              "group_id": data.get("group_id") or msg.chat_id}) if data else None
-        return quoted, own or (quoted is not None and quoted.user_id == self.self_id)
+        chat = own or (chat_of(data, self.self_id) if data else None)
+        if chat != msg.session_key:
+            if data is None and own is None:
+                return None, False, False  # could not be read: nothing to show
+            log.info("OneBot: %s in %s quoted message %s of another chat (not shown)", msg.user_id,
+                     msg.session_key, rid)
+            return None, False, True
+        quoted = parse_event({**data, "message_type": msg.kind, "group_id": msg.chat_id}) if data else None
+        return quoted, own is not None or (quoted is not None and quoted.user_id == self.self_id), False
 
     def _prompt(self, msg: Incoming, quoted: Incoming | None, typed: str) -> str:
         """What the model reads: in a group who spoke (the id is added by the prompt step), the message
