@@ -3,9 +3,10 @@
 Which messages the bot takes: every private message; in a group one that @-mentions the bot, replies to
 one of its messages in that group, or starts with one of `bot.group_prefixes`. A quoted message is shown
 to the model (and its images to `load_images`) only when it belongs to the same chat; a quote from
-another chat is shown as such, without its content, and addresses nobody. Approval answers and slash commands are
-taken in a group without an @ (entry decides; anything else that is not addressed is ignored). The bot's
-own messages, blocked users, and users or groups outside `bot.users` / `bot.groups` are ignored.
+another chat is shown as such, without its content, and addresses nobody. Approval answers and slash
+commands are taken in a group without an @ (entry decides; anything else that is not addressed is
+ignored). The bot's own messages, blocked users, and users or groups outside `bot.users` / `bot.groups`
+are ignored.
 
 Events of one session are taken in arrival order (a per-session lock around the short step before the
 message is queued); entry then runs one turn at a time per session, sessions in parallel. The adapter
