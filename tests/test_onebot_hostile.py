@@ -170,3 +170,21 @@ def test_which_chat_a_fetched_message_belongs_to():
     assert chat_of({"message_type": "private", "user_id": 10000}, "10000") is None  # the bot's, peer unknown
     assert chat_of({"user_id": 42, "group_id": 555}, "10000") is None  # no message_type
     assert chat_of({"message_type": "private", "user_id": True}, "10000") is None
+
+
+async def test_history_leaves_out_another_chats_items_and_makes_its_own_files_available(bot, scripted_llm):
+    b = await bot()
+    b.fake.files["f-7"] = "http://127.0.0.1/files/f-7"
+    # Before the bot started: 42 sent a file; and an item of group 777 the implementation files under 42.
+    b.fake._store("private", 42, "user42", [text("my file"), {"type": "file", "data": {"file": "a.zip",
+                                                                                       "file_id": "f-7"}}], peer=42)
+    b.fake._store("group", int(ADMIN), "admin", [text(SECRET)], group_id=777, peer=42)
+    scripted_llm.script([Calls([("get_private_file_url", {"file_id": "f-7"})]),
+                         Calls([("get_msg_history", {"count": 10})]),
+                         Calls([("get_private_file_url", {"file_id": "f-7"})]), Reply("done")])
+    await b.fake.private_message(42, "the link to my earlier file, please")
+    await b.fake.wait_for(lambda: "done" in b.fake.texts())
+    first, history, second = [m["content"] for m in scripted_llm.requests[-1].messages if m["role"] == "tool"]
+    assert first.startswith("Error: file f-7 was not sent in this chat as far as the bot has seen")
+    assert "user42 (42): my file[file a.zip, file_id f-7]" in history and "hunter2" not in history
+    assert second == "http://127.0.0.1/files/f-7"
