@@ -215,7 +215,7 @@ class OneBotSettings(BaseModel):
     listen: str = Field("", description="Reverse WebSocket: host:port Ania listens on, e.g. 127.0.0.1:8080")
     path: str = Field("/onebot/v11/ws", description="Reverse WebSocket: the URL path the implementation dials")
     access_token: str = Field(
-        "", description="OneBot access token (Authorization: Bearer) in both directions",
+        "", description="OneBot access token (Authorization: Bearer) both ways; needed to listen beyond loopback",
         json_schema_extra={"sensitive": True},
     )
     api_timeout_sec: float = Field(30.0, gt=0, le=600, description="Deadline of one OneBot API call")
