@@ -7,7 +7,8 @@
    like a normal message. Any other `/word` at the start of a message addressed to the bot gets "unknown
    command" and the list, not a model call (a path such as `/usr/bin ...` still goes to the model).
 3. Otherwise the message joins its session's queue: one turn at a time per session, sessions in
-   parallel.
+   parallel. What the model reads (a custom command's expansion too) is cut at `bot.max_input_runes`,
+   with a marker that says so.
 
 `/reboot` (admins) checks the new settings first, stops every running turn of this entry (each
 session is told), then rebuilds the engine in place; messages that arrive meanwhile wait for it.
@@ -36,6 +37,7 @@ from services.locks import KeyedLocks
 log = logging.getLogger(__name__)
 
 BridgeFor = Callable[[str], CallbackBridge]
+CUT = "[message cut: {kept} of {total} characters]"
 REBOOT_STOPPED = "Stopped: the bot is restarting (/reboot by an admin). Please send your message again in a moment."
 
 
@@ -79,8 +81,8 @@ class MessageEntry:
                 return None
         if not addressed:
             return None
-        task = asyncio.create_task(self._serial(session_key, user_id, text if prompt is None else prompt, bridge,
-                                                trigger))
+        body = cut_input(text if prompt is None else prompt, self.engine.services.settings.bot.max_input_runes)
+        task = asyncio.create_task(self._serial(session_key, user_id, body, bridge, trigger))
         self._tasks.setdefault(session_key, {})[task] = user_id
         task.add_done_callback(lambda t: self._forget(session_key, t))
         return task
@@ -181,6 +183,14 @@ class MessageEntry:
             if not pending:
                 return
             await asyncio.gather(*pending, return_exceptions=True)
+
+
+def cut_input(text: str, limit: int) -> str:
+    """At most `limit` runes of an incoming message and a stable marker saying so: one 10 MB line must not
+    become a 27 MB model request (and then a compaction request of the same size)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n{CUT.format(kept=limit, total=len(text))}"
 
 
 def _restarted(engine: Engine, stopped: int) -> str:

@@ -110,10 +110,10 @@ def unknown_in_file(data: dict[str, Any], lines: Lines, path: Path, sections: Se
                 continue
             hint = _closest(key, fields)
             elsewhere = [k for k in _all_keys(sections) if k.endswith("." + key)]
-            if hint:
-                suggestion = f"did you mean {section}.{hint}?"
-            elif elsewhere:
+            if elsewhere:  # the same key in another section beats a merely similar one here
                 suggestion = f"did you mean {elsewhere[0]}?"
+            elif hint:
+                suggestion = f"did you mean {section}.{hint}?"
             else:
                 suggestion = f"keys of [{section}]: {', '.join(sorted(fields))}"
             out.append(f"{_at(path, lines, section, key)}: unknown key {section}.{key} (ignored); {suggestion}")

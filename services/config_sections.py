@@ -36,6 +36,9 @@ class BotSettings(BaseModel):
 
     admins: list[str] = Field(default_factory=list, description="User ids with admin rights")
     msg_event_timeout_sec: float = Field(300.0, gt=0, description="Time budget of one message")
+    max_input_runes: int = Field(
+        20_000, ge=100, le=1_000_000, description="An incoming message longer than this is cut (the model is told)"
+    )
     system_prompt: str = Field(
         "You are Ania, a helpful assistant in a chat. Answer concisely.",
         description="System prompt; must not change per turn (keeps the provider cache warm)",
@@ -219,7 +222,7 @@ class OneBotSettings(BaseModel):
     listen: str = Field("", description="Reverse WebSocket: host:port Ania listens on, e.g. 127.0.0.1:8080")
     path: str = Field("/onebot/v11/ws", description="Reverse WebSocket: the URL path the implementation dials")
     access_token: str = Field(
-        "", description="OneBot access token (Authorization: Bearer) in both directions",
+        "", description="OneBot access token (Authorization: Bearer) both ways; needed to listen beyond loopback",
         json_schema_extra={"sensitive": True},
     )
     api_timeout_sec: float = Field(30.0, gt=0, le=600, description="Deadline of one OneBot API call")

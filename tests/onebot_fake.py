@@ -7,7 +7,8 @@ NapCat extensions Ania uses. It is the other end of the protocol, not a mock of 
   `Authorization: Bearer`, and redials after a drop (`ws_reverse.reconnect_interval`);
 - events: `lifecycle` (connect) on every connection, `heartbeat` meta events when asked, private and
   group `message` events in array or string (CQ code) format with `sender`, `raw_message`, `font`;
-- actions, answered `{"status", "retcode", "data", "echo"}`: send_private_msg, send_group_msg, get_msg,
+- actions, answered `{"status", "retcode", "data", "echo"}`: send_private_msg, send_group_msg, get_msg (with
+  NapCat's `user_id`, `group_id`, and `target_id` on a private message the bot sent),
   get_login_info, and NapCat's get_group_msg_history, get_friend_msg_history, upload_group_file,
   upload_private_file, get_private_file_url, get_group_file_url; an unknown action fails with 1404.
 
@@ -216,8 +217,10 @@ class FakeOneBot:
         self.messages[mid] = {
             "time": int(time.time()), "message_type": kind, "message_id": mid, "real_id": mid,
             "sender": {"user_id": user_id, "nickname": name}, "message": segs, "raw_message": as_cq(segs),
-            "group_id": group_id, "peer": peer if peer is not None else user_id,
+            "group_id": group_id, "peer": peer if peer is not None else user_id, "user_id": user_id,
         }
+        if kind == "private" and user_id == self.self_id:
+            self.messages[mid]["target_id"] = peer  # NapCat names the peer of a private message the bot sent
         return mid
 
     # --- events ------------------------------------------------------------------------------------

@@ -130,7 +130,7 @@ async def test_cq_string_with_escapes_and_unknown_codes(bot):
 
 
 async def test_a_100_kb_message_is_taken_and_the_long_reply_split(bot, scripted_llm):
-    b = await bot(onebot={"max_message_runes": 5000})
+    b = await bot(onebot={"max_message_runes": 5000}, bot={"max_input_runes": 200_000})
     big = ("word " * 20_000).strip()
     await b.fake.private_message(42, big)
     await b.fake.wait_for(lambda: scripted_llm.requests)

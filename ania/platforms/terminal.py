@@ -76,16 +76,19 @@ class StdinLines:
             self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
 
     def _pump(self, fd: int) -> None:
-        rest = b""
+        parts: list[bytes] = []  # the line so far, in pieces: a line of 100 MB is read in linear time
         try:
             while chunk := os.read(fd, READ_SIZE):
-                *lines, rest = (rest + chunk).split(b"\n")
-                for line in lines:
-                    self._put(line.decode("utf-8", errors="replace"))
+                *ends, tail = chunk.split(b"\n")
+                for end in ends:
+                    self._put(b"".join([*parts, end]).decode("utf-8", errors="replace"))
+                    parts = []
+                if tail:
+                    parts.append(tail)
         except OSError:
             pass  # a closed or unreadable stdin is the end of input
-        if rest:
-            self._put(rest.decode("utf-8", errors="replace"))
+        if parts:
+            self._put(b"".join(parts).decode("utf-8", errors="replace"))
         self._put(None)
 
     async def readline(self) -> str | None:

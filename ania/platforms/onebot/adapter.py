@@ -1,9 +1,12 @@
 """The OneBot v11 platform: events in, message entry, replies out (D7).
 
 Which messages the bot takes: every private message; in a group one that @-mentions the bot, replies to
-one of its messages, or starts with one of `bot.group_prefixes`. Approval answers and slash commands are
-taken in a group without an @ (entry decides; anything else that is not addressed is ignored). The bot's
-own messages, blocked users, and users or groups outside `bot.users` / `bot.groups` are ignored.
+one of its messages in that group, or starts with one of `bot.group_prefixes`. A quoted message is shown
+to the model (and its images to `load_images`) only when it belongs to the same chat; a quote from
+another chat is shown as such, without its content, and addresses nobody. Approval answers and slash
+commands are taken in a group without an @ (entry decides; anything else that is not addressed is
+ignored). The bot's own messages, blocked users, and users or groups outside `bot.users` / `bot.groups`
+are ignored.
 
 Events of one session are taken in arrival order (a per-session lock around the short step before the
 message is queued); entry then runs one turn at a time per session, sessions in parallel. The adapter
@@ -20,8 +23,8 @@ from typing import Any
 from ania.engine import Engine
 from ania.entry import MessageEntry
 from ania.platforms.onebot.bridge import OneBotBridge
-from ania.platforms.onebot.connection import Connection, close_quietly, dial_forever, listen, parse_listen
-from ania.platforms.onebot.events import Incoming, allowed, parse_event, strip_prefix
+from ania.platforms.onebot.connection import Connection, close_quietly, dial_forever, is_loopback, listen, parse_listen
+from ania.platforms.onebot.events import Incoming, allowed, chat_of, parse_event, strip_prefix
 from ania.platforms.onebot.message import mentions, reply_id
 from ania.platforms.onebot.outbound import Outbound
 from services.config import OneBotSettings
@@ -32,6 +35,7 @@ log = logging.getLogger(__name__)
 
 SHUTTING_DOWN = "Stopped: the bot is shutting down. Please send your message again once it is back."
 QUOTE_RUNES = 300
+QUOTE_ELSEWHERE = "[replying to a message from another chat: not shown here]"
 
 
 def is_chat_session(session_key: str) -> bool:
@@ -70,21 +74,37 @@ class OneBotAdapter:
             raise ConfigError("set onebot.ws_url (forward WebSocket: Ania dials the implementation) or "
                               "onebot.listen (reverse WebSocket: the implementation dials Ania), e.g. "
                               "ANIA_ONEBOT__LISTEN=127.0.0.1:8080")
+        host, port = self._listen_address()
         self._detach = self.engine.services.outboxes.attach("onebot", self._outbox, is_chat_session, self.bridge_for)
         if s.listen:
             try:
-                host, port = parse_listen(s.listen)
                 self._server = await listen(self.conn, host, port, s.path, s.access_token, self._login)
-            except (ValueError, OSError) as e:
+            except OSError as e:
                 self._detach()
                 raise ConfigError(f"onebot.listen {s.listen!r}: {e}") from None
             log.warning("OneBot: listening on ws://%s:%d%s", host, port, "/" + s.path.strip("/"))
-            if not s.access_token and host not in ("127.0.0.1", "::1", "localhost"):
-                log.warning("OneBot: listening on %s without onebot.access_token: anyone who reaches this port "
-                            "can act as the QQ implementation; set a token", host)
         if s.ws_url:
             self._dialer = asyncio.create_task(dial_forever(self.conn, s.ws_url, s.access_token,
                                                             s.reconnect_max_sec, self._login))
+
+    def _listen_address(self) -> tuple[str, int]:
+        """The reverse listener's host and port (("", 0) without one). Whoever connects speaks for QQ and can
+        claim any sender, an admin too: without a token only this machine may connect, and it is warned."""
+        s = self.settings
+        if not s.listen:
+            return "", 0
+        try:
+            host, port = parse_listen(s.listen)
+        except ValueError as e:
+            raise ConfigError(f"onebot.listen {s.listen!r}: {e}") from None
+        if not s.access_token and not is_loopback(host):
+            raise ConfigError(f"onebot.listen {s.listen!r} is reachable from other machines and onebot.access_token "
+                              "is empty: set onebot.access_token (ANIA_ONEBOT__ACCESS_TOKEN; the same token in the "
+                              "OneBot implementation) or listen on 127.0.0.1")
+        if not s.access_token:
+            log.warning("OneBot: onebot.listen %s has no onebot.access_token: any program on this machine can "
+                        "connect as the QQ implementation and claim to be an admin; set a token", s.listen)
+        return host, port
 
     @property
     def port(self) -> int:
@@ -151,14 +171,15 @@ class OneBotAdapter:
             await self._take(msg)
 
     async def _take(self, msg: Incoming) -> None:
-        quoted, to_bot = await self._quoted(msg)
+        quoted, to_bot, elsewhere = await self._quoted(msg)
+        self.out.note_files(msg.session_key, msg.segments + (quoted.segments if quoted else []))
         typed = msg.text()
         addressed = msg.kind == "private" or to_bot or mentions(msg.segments, self.self_id)
         if msg.kind == "group":
             rest = strip_prefix(typed, list(self.engine.services.settings.bot.group_prefixes))
             if rest is not None:
                 typed, addressed = rest, True
-        prompt = self._prompt(msg, quoted, typed)
+        prompt = self._prompt(msg, quoted, typed) + (f"\n{QUOTE_ELSEWHERE}" if elsewhere else "")
         bridge = OneBotBridge(self.out, msg.session_key, msg, quoted)
         task = await self.entry.submit(msg.session_key, msg.user_id, typed or prompt, bridge=bridge,
                                        prompt=prompt, addressed=addressed)
@@ -173,16 +194,25 @@ class OneBotAdapter:
         else:
             self._live.pop(session_key, None)
 
-    async def _quoted(self, msg: Incoming) -> tuple[Incoming | None, bool]:
-        """The message this one replies to (when it can be read), and whether it is one of the bot's."""
+    async def _quoted(self, msg: Incoming) -> tuple[Incoming | None, bool, bool]:
+        """The message this one replies to when it belongs to this chat (and can be read), whether it is one of
+        the bot's, and whether it belongs to another chat. Ids are small integers a member can walk, so a
+        message is this chat's only when our record of the bot's sends or the implementation's answer says
+        so; an answer that names no chat counts as another chat's."""
         rid = reply_id(msg.segments)
         if not rid:
-            return None, False
-        own = self.out.is_own(rid)
+            return None, False, False
+        own = self.out.own_chat(rid)
         data = await self.out.get_message(rid)
-        quoted = parse_event({**data, "message_type": data.get("message_type") or msg.kind,
-                              "group_id": data.get("group_id") or msg.chat_id}) if data else None
-        return quoted, own or (quoted is not None and quoted.user_id == self.self_id)
+        chat = own or (chat_of(data, self.self_id) if data else None)
+        if chat != msg.session_key:
+            if data is None and own is None:
+                return None, False, False  # could not be read: nothing to show
+            log.info("OneBot: %s in %s quoted message %s of another chat (not shown)", msg.user_id,
+                     msg.session_key, rid)
+            return None, False, True
+        quoted = parse_event({**data, "message_type": msg.kind, "group_id": msg.chat_id}) if data else None
+        return quoted, own is not None or (quoted is not None and quoted.user_id == self.self_id), False
 
     def _prompt(self, msg: Incoming, quoted: Incoming | None, typed: str) -> str:
         """What the model reads: in a group who spoke (the id is added by the prompt step), the message

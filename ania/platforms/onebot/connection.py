@@ -6,12 +6,18 @@
   client, or separate API and Event clients told apart by `X-Client-Role`).
 
 `onebot.access_token` is sent as `Authorization: Bearer` when dialling, and required when listening
-(a missing token is refused with 401, a wrong one with 403, as the spec's HTTP API does).
+(a missing token is refused with 401, a wrong one with 403, as the spec's HTTP API does). Whoever holds
+the link speaks for QQ (it can claim any sender, an admin too), so the adapter refuses to listen on an
+address other machines reach without a token, and warns on loopback.
 
 API calls carry an `echo` and are matched to their response; a call waits for a link while there is
 none, and gives up after `onebot.api_timeout_sec` with `OneBotError`. Events are handed to the
 handler as tasks, so a slow handler never stalls the reading of API responses. Heartbeat meta events
 arm a watchdog: a link that stays silent for three intervals is closed (and redialled).
+
+Nothing the peer sends ends the reading loop: a frame that cannot be decoded or handled (any exception,
+e.g. the `RecursionError` of a deeply nested array) is logged and dropped. A link that fails anyway is
+logged as an error; the dialer redials it with the same backoff (in reverse mode the client redials).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import ipaddress
 import itertools
 import json
 import logging
@@ -85,7 +92,11 @@ class Link:
                     log.warning("OneBot link silent for %.0f s (heartbeats missed); closing it", self._silence or 0)
                     await self.ws.close(1001, "heartbeat timeout")
                     break
-                self._frame(raw)
+                try:
+                    self._frame(raw)
+                except Exception as e:  # a frame never ends the link (RecursionError from deep nesting, ...)
+                    log.warning("OneBot sent a frame that could not be handled (%s, dropped): %.200r",
+                                type(e).__name__, raw)
         except ConnectionClosed:
             pass
         finally:
@@ -221,6 +232,8 @@ async def dial_forever(conn: Connection, url: str, token: str, max_delay: float,
             log.error("OneBot: %s refused the connection: HTTP %s%s", url, status, hint)
         except (OSError, WebSocketException, TimeoutError) as e:
             log.warning("OneBot: cannot connect to %s (%s); retrying in %.0f s", url, e or type(e).__name__, delay)
+        except Exception:  # a bug of ours or a peer we did not foresee: the dialer lives on, and says so
+            log.exception("OneBot: the link to %s failed unexpectedly; redialling in %.0f s", url, delay)
         await asyncio.sleep(delay)
         delay = min(max_delay, delay * 2)
 
@@ -269,10 +282,23 @@ async def listen(conn: Connection, host: str, port: int, path: str, token: str,
         if link.api and on_connect is not None:
             task = asyncio.create_task(on_connect())
             task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        await conn.serve_link(link)
+        try:
+            await conn.serve_link(link)
+        except Exception:  # logged once as ours; the implementation redials
+            log.exception("OneBot: the %s client's link failed unexpectedly", role)
         log.warning("OneBot: %s client disconnected", role)
 
     return await serve(handler, host, port, process_request=_check(path, token), max_size=MAX_FRAME)
+
+
+def is_loopback(host: str) -> bool:
+    """Only this machine can reach `host` (an IP literal or `localhost`; any other name counts as reachable)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_listen(value: str) -> tuple[str, int]:

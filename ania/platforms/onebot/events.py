@@ -1,7 +1,8 @@
 """Incoming OneBot message events as Ania sees them, and who the bot answers.
 
 Only `post_type: message` events of type `private` or `group` become messages; a field that is missing
-or of the wrong type drops the event with a log line (never an exception).
+or of the wrong type drops the event with a log line (never an exception). `chat_of` tells which chat a
+message fetched by id belongs to, so that nothing from another chat reaches this chat's model.
 """
 
 from __future__ import annotations
@@ -60,6 +61,25 @@ def parse_event(event: dict[str, Any]) -> Incoming | None:
     name = sender.get("card") or sender.get("nickname") or user_id
     return Incoming(kind=kind, chat_id=chat_id, user_id=user_id, name=str(name)[:64],
                     message_id=str(event.get("message_id") or ""), segments=parse_message(raw))
+
+
+def chat_of(data: dict[str, Any], self_id: str) -> str | None:
+    """The session key of the chat a fetched message (a `get_msg` answer, a history item) belongs to, or None
+    when the answer does not say: then it counts as another chat's. Message ids are small integers any
+    member can walk, so a quote is trusted only as far as the implementation names its chat. A private
+    message the bot sent names its peer in `target_id` (NapCat); without one the peer is unknown."""
+    kind = data.get("message_type")
+    if kind == "group":
+        group = _id(data.get("group_id"))
+        return f"g:{group}" if group else None
+    if kind != "private":
+        return None
+    sender = data.get("sender")
+    user = _id(data.get("user_id")) or (_id(sender.get("user_id")) if isinstance(sender, dict) else "")
+    if user and user == self_id:
+        peer = _id(data.get("target_id"))
+        return f"f:{peer}" if peer else None
+    return f"f:{user}" if user else None
 
 
 def allowed(msg: Incoming, bot: BotSettings) -> str | None:

@@ -3,7 +3,9 @@ uploading files, reading history, file URLs and image bytes.
 
 Group sessions (`g:<group>`) use the `*_group_*` actions, private ones (`f:<user>`) the private or
 friend ones. History and file actions are the implementations' extensions (NapCat, Lagrange, LLOneBot
-all offer them); where one is missing, the tool gets a clear error result.
+all offer them); where one is missing, the tool gets a clear error result. Nothing of another chat is read
+for a chat's model: a history item that names another chat is left out, and `get_private_file_url` (which
+names no chat) is asked only for a file id seen in this chat's messages.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ania.platforms.onebot.connection import Connection, OneBotError
-from ania.platforms.onebot.events import parse_event
+from ania.platforms.onebot.events import chat_of, parse_event
 from ania.platforms.onebot.message import Segment, split_text, text
 from services.config import OneBotSettings
 from services.images import MAX_IMAGE_BYTES, FetchError, fetch_bytes
@@ -24,8 +26,12 @@ from services.lru import LRU
 
 log = logging.getLogger(__name__)
 
-#: Message ids the bot sent, to tell a reply to the bot from other replies without asking.
+#: Message ids the bot sent (and where to), to tell a reply to the bot from other replies without asking.
 OWN_IDS = 4096
+#: File ids seen in a chat's messages: `get_private_file_url` names no chat, so the id must have been here.
+SEEN_FILES = 4096
+NOT_HERE = ("Error: file {file_id} was not sent in this chat as far as the bot has seen (read the chat with "
+            "get_msg_history if it was; files of other chats are not available here).")
 
 
 def target(session_key: str) -> tuple[str, dict[str, Any]]:
@@ -39,11 +45,19 @@ class Outbound:
     def __init__(self, conn: Connection, settings: Callable[[], OneBotSettings]) -> None:
         self.conn = conn
         self._settings = settings
-        self._own: LRU[str, bool] = LRU(OWN_IDS)
+        self._own: LRU[str, str] = LRU(OWN_IDS)
+        self._files: LRU[str, str] = LRU(SEEN_FILES)
         self.self_id = ""
 
-    def is_own(self, message_id: str) -> bool:
-        return bool(message_id) and message_id in self._own
+    def own_chat(self, message_id: str) -> str | None:
+        """The session the bot sent this message to, when it is one of the bot's (recent) messages."""
+        return self._own.get(message_id) if message_id else None
+
+    def note_files(self, session_key: str, segments: list[Segment]) -> None:
+        """Remember the file ids a message of this chat showed (the model may ask for their URLs)."""
+        for seg in segments:
+            if seg.type == "file" and seg.get("file_id"):
+                self._files.put(seg.get("file_id"), session_key)
 
     async def _twice(self, action: str, params: dict[str, Any], what: str) -> Any:
         """Call, and once more on failure; OneBotError after the second failure."""
@@ -65,7 +79,7 @@ class Outbound:
             return None
         mid = str(data.get("message_id") or "") if isinstance(data, dict) else ""
         if mid:
-            self._own.put(mid, True)
+            self._own.put(mid, session_key)
         return mid
 
     async def send_text(self, session_key: str, body: str, quote: str = "", at: str = "") -> bool:
@@ -106,9 +120,13 @@ class Outbound:
             return "(no messages)"
         lines = []
         for item in sorted((m for m in items if isinstance(m, dict)), key=lambda m: m.get("time") or 0)[-count:]:
-            msg = parse_event({**item, "message_type": item.get("message_type") or kind})
+            item = {**item, "message_type": item.get("message_type") or kind}
+            if chat_of(item, self.self_id) not in (None, session_key):
+                continue  # the query names this chat; an item that says it is another's is left out
+            msg = parse_event(item)
             if msg is None:
                 continue
+            self.note_files(session_key, msg.segments)
             when = time.strftime("%m-%d %H:%M", time.localtime(int(item.get("time") or 0)))
             who = "you (the bot)" if msg.user_id == self.self_id else f"{msg.name} ({msg.user_id})"
             lines.append(f"[{when}] {who}: {msg.render(self.self_id)}")
@@ -116,6 +134,8 @@ class Outbound:
 
     async def file_url(self, session_key: str, file_id: str) -> str:
         kind, params = target(session_key)
+        if kind == "private" and self._files.get(file_id) != session_key:
+            return NOT_HERE.format(file_id=file_id)  # the private action would find any chat's file
         action, query = (("get_group_file_url", {**params, "file_id": file_id}) if kind == "group"
                          else ("get_private_file_url", {"file_id": file_id}))
         try:
