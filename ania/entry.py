@@ -33,6 +33,7 @@ from services.config import load_settings
 from services.context import CallbackBridge
 from services.errors import ConfigError
 from services.locks import KeyedLocks
+from services.unicode_safe import scrub
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +188,9 @@ class MessageEntry:
 
 def cut_input(text: str, limit: int) -> str:
     """At most `limit` runes of an incoming message and a stable marker saying so: one 10 MB line must not
-    become a 27 MB model request (and then a compaction request of the same size)."""
+    become a 27 MB model request (and then a compaction request of the same size). Lone surrogates (a
+    terminal's undecodable bytes) become U+FFFD: stored as they are, they would fail every later encode."""
+    text = scrub(text)
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n{CUT.format(kept=limit, total=len(text))}"

@@ -188,3 +188,15 @@ async def test_history_leaves_out_another_chats_items_and_makes_its_own_files_av
     assert first.startswith("Error: file f-7 was not sent in this chat as far as the bot has seen")
     assert "user42 (42): my file[file a.zip, file_id f-7]" in history and "hunter2" not in history
     assert second == "http://127.0.0.1/files/f-7"
+
+
+async def test_a_lone_surrogate_in_a_members_message_breaks_no_later_turn(bot, scripted_llm):
+    """A JSON frame may spell a lone surrogate (`"\\ud800"`); stored as it is, it failed the session's every
+    later encode. Entry turns it into U+FFFD, and the session's next turn goes on."""
+    b = await bot()
+    await b.fake.private_message(42, "bad \ud800 text")
+    await b.fake.wait_for(lambda: len(b.fake.sent) == 1)
+    await b.fake.private_message(42, "and again")
+    await b.fake.wait_for(lambda: len(b.fake.sent) == 2)
+    assert b.fake.texts() == ["echo: bad \ufffd text", "echo: and again"]
+    assert b"\\ud800" not in scripted_llm.requests[1].raw

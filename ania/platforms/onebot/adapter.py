@@ -82,7 +82,7 @@ class OneBotAdapter:
             except OSError as e:
                 self._detach()
                 raise ConfigError(f"onebot.listen {s.listen!r}: {e}") from None
-            log.warning("OneBot: listening on ws://%s:%d%s", host, port, "/" + s.path.strip("/"))
+            log.info("OneBot: listening on ws://%s:%d%s", host, port, "/" + s.path.strip("/"))
         if s.ws_url:
             self._dialer = asyncio.create_task(dial_forever(self.conn, s.ws_url, s.access_token,
                                                             s.reconnect_max_sec, self._login))
@@ -161,7 +161,7 @@ class OneBotAdapter:
             return
         why = allowed(msg, self.engine.services.settings.bot)
         if why:
-            log.info("OneBot: message from %s in %s ignored (%s)", msg.user_id, msg.session_key, why)
+            log.debug("OneBot: message from %s in %s ignored (%s)", msg.user_id, msg.session_key, why)
             return
         if not self._accepting:
             log.warning("OneBot: message from %s in %s arrived during shutdown (not taken)",

@@ -218,7 +218,7 @@ async def dial_forever(conn: Connection, url: str, token: str, max_delay: float,
         try:
             async with connect(url, additional_headers=bearer(token), proxy=None, max_size=MAX_FRAME,
                                open_timeout=10) as ws:
-                log.warning("OneBot: connected to %s", url)
+                log.info("OneBot: connected to %s", url)
                 delay = 1.0
                 link = Link(ws, conn.on_event)
                 if on_connect is not None:
@@ -278,7 +278,7 @@ async def listen(conn: Connection, host: str, port: int, path: str, token: str,
         role = (ws.request.headers.get("X-Client-Role") or "Universal").lower()
         link = Link(ws, conn.on_event, api=role in ("universal", "api"), events=role in ("universal", "event"))
         link.self_id = ws.request.headers.get("X-Self-ID", "") or ""
-        log.warning("OneBot: %s client connected (self id %s)", role, link.self_id or "?")
+        log.info("OneBot: %s client connected (self id %s)", role, link.self_id or "?")
         if link.api and on_connect is not None:
             task = asyncio.create_task(on_connect())
             task.add_done_callback(lambda t: t.cancelled() or t.exception())
