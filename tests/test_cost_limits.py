@@ -1,0 +1,107 @@
+"""Cost bombs (issue 22, item 3) tried from a QQ group through the real engine: one message asking for 40
+subagents, the quota checked before every model call, and one fair limit on model calls in flight."""
+
+from __future__ import annotations
+
+from ania.fakes.openai_server import Calls, Reply
+from checkpoints.sessions import session_messages
+from services.usage.limits import MESSAGE_CAP, ROUND_CAP
+from tests.onebot_fake import at, text
+from tests.onebot_helpers import BOT
+from tests.subagent_helpers import Router, is_subagent, requests_of
+
+QUOTA = 3000
+STOPPED = "[subagent stopped: daily token quota reached"
+OVER_ROUND = "Error: " + ROUND_CAP.split("{", 1)[0]
+OVER_MESSAGE = "Error: " + MESSAGE_CAP.split("{", 1)[0]
+
+
+def flood(n: int, marker: str = "SUBTASK") -> Calls:
+    return Calls([("subagent_run", {"task": f"{marker}-{i} look this up"}) for i in range(n)])
+
+
+async def tool_results(b, session: str) -> list[str]:
+    return [str(m.content) for m in await session_messages(b.engine.graph, session) if m.type == "tool"]
+
+
+async def test_forty_subagent_calls_in_one_round_run_four_and_the_quota_stops_the_rest(bot):
+    b = await bot(quota={"session_daily_tokens": QUOTA})
+    b.llm.respond_with(Router().on("flood please", flood(40), Reply("all done"))
+                       .on("SUBTASK-", Calls([("time", {})]), Reply("sub answer")))
+    await b.fake.group_message(555, 42, [at(BOT), text(" flood please")])
+    await b.fake.wait_for(lambda: any("daily token quota" in t for t in b.fake.texts("g:555")))
+    services = b.engine.services
+    await services.subagents.flush()
+    results = await tool_results(b, "g:555")
+    assert len(results) == 40
+    # Which calls run is decided by their order in the model's message: the first four, the rest refused.
+    assert all(r.startswith(STOPPED) for r in results[:4]), results[:4]
+    assert all(r.startswith(OVER_ROUND) for r in results[4:]), results[4:6]
+    assert "call 5 of this round" in results[4]
+    # The first model request alone crossed the quota: each started subagent stopped before its first model
+    # call, and the turn ended with the quota's reply instead of a second call.
+    assert len(b.llm.requests) == 1 and not requests_of(b.llm, "SUBTASK-")
+    [reply] = [t for t in b.fake.texts("g:555") if "daily token quota" in t]
+    assert reply.startswith("This chat has used its daily token quota")
+    # Spent: the one request, counted once (nothing left in flight, nothing counted twice).
+    spent = sum(r.usage["total_tokens"] for r in b.llm.requests)
+    assert services.quota.used("g:555").session == spent and services.quota.in_flight() == 0
+    assert spent < QUOTA + max(r.usage["total_tokens"] for r in b.llm.requests)
+
+
+async def test_the_quota_stops_a_message_between_its_subagents_model_calls(bot):
+    """A quota the first request does not reach: the subagents' calls in flight finish, the next ones stop."""
+    b = await bot(subagent={"max_calls_per_round": 40, "max_calls_per_message": 40},
+                  llm={"max_concurrent_calls": 2})
+    b.llm.respond_with(Router())
+    await b.fake.group_message(555, 42, [at(BOT), text(" warm up")])  # measures one request of this chat
+    await b.fake.wait_for(lambda: len(b.fake.texts("g:555")) == 1)
+    first = b.llm.requests[0].usage["total_tokens"]
+    b.llm.reset()
+    services = b.engine.services
+    quota = services.quota.used("g:555").session + int(first * 2.5)  # the flood's first call and about 1.5 more
+    b.llm.respond_with(Router().on("flood please", flood(6), Reply("all done"))
+                       .on("SUBTASK-", Calls([("time", {})], delay=0.1), Reply("sub answer", delay=0.1)))
+    services.quota.settings = services.quota.settings.model_copy(update={"session_daily_tokens": quota})
+    await b.fake.group_message(555, 42, [at(BOT), text(" flood please")])
+    await b.fake.wait_for(lambda: any("daily token quota" in t for t in b.fake.texts("g:555")))
+    calls = len(b.llm.requests)
+    assert 2 <= calls < 1 + 6 * 2 + 1  # unbounded, the flood would make every call: 1 + 6 subagents x 2 + 1
+    assert b.llm.peak_in_flight == services.limiter.limit  # two subagents' calls at a time
+    results = await tool_results(b, "g:555")
+    assert sum(r.startswith(STOPPED) for r in results) >= 1
+    used = services.quota.used("g:555").session
+    biggest = max(r.usage["total_tokens"] for r in b.llm.requests)
+    assert used <= quota + services.limiter.limit * biggest  # the overshoot: at most the calls in flight
+    assert services.quota.in_flight() == 0
+
+
+async def test_the_cap_per_message_counts_every_round(bot):
+    b = await bot(subagent={"max_calls_per_round": 3, "max_calls_per_message": 5})
+    b.llm.respond_with(Router().on("two rounds", flood(3, "ROUND-A"), flood(3, "ROUND-B"), Reply("both rounds"))
+                       .on("ROUND-", Reply("sub answer")))
+    await b.fake.group_message(555, 42, [at(BOT), text(" two rounds")])
+    await b.fake.wait_for(lambda: "both rounds" in b.fake.texts("g:555"))
+    results = await tool_results(b, "g:555")
+    assert [r.startswith("[subagent ok") for r in results] == [True] * 5 + [False]
+    assert results[5].startswith(OVER_MESSAGE) and "(subagent.max_calls_per_message)" in results[5]
+    assert len(requests_of(b.llm, "ROUND-")) == 5  # the refused call made no model call
+
+
+async def test_a_second_chat_is_served_while_the_first_floods_and_the_limit_holds(bot):
+    b = await bot(subagent={"max_calls_per_round": 12, "max_calls_per_message": 12},
+                  llm={"max_concurrent_calls": 2})
+    services = b.engine.services
+    b.llm.respond_with(Router().on("flood please", flood(12), Reply("flood done"))
+                       .on("SUBTASK-", Reply("sub answer", delay=0.2))
+                       .on("just one question", Reply("answer for the second chat")))
+    await b.fake.group_message(555, 42, [at(BOT), text(" flood please")])
+    await b.fake.wait_for(lambda: services.limiter.waiting("g:555") >= 8)
+    await b.fake.group_message(666, 77, [at(BOT), text(" just one question")])
+    await b.fake.wait_for(lambda: "answer for the second chat" in b.fake.texts("g:666"))
+    # Served in turn with the flooding chat, not behind its queue: most of the flood is still waiting.
+    assert services.limiter.waiting("g:555") >= 4 and "flood done" not in b.fake.texts("g:555")
+    await b.fake.wait_for(lambda: "flood done" in b.fake.texts("g:555"))
+    assert len([r for r in b.llm.requests if is_subagent(r.body)]) == 12
+    assert b.llm.peak_in_flight == services.limiter.limit == 2  # reached, never passed
+    assert services.limiter.in_flight == 0 and services.limiter.waiting() == 0
