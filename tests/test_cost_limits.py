@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from ania.fakes.openai_server import Calls, Reply
 from checkpoints.sessions import session_messages
+from tests.clock_helpers import clock_settings, finished, runs_until
 from tests.onebot_fake import at, text
 from tests.onebot_helpers import BOT
-from tests.subagent_helpers import Router, is_subagent, requests_of
+from tests.subagent_helpers import Router, is_subagent, requests_of, tool_results
 
 QUOTA = 3000
 STOPPED = "[subagent stopped: daily token quota reached"
@@ -20,7 +21,7 @@ def flood(n: int, marker: str = "SUBTASK") -> Calls:
     return Calls([("subagent_run", {"task": f"{marker}-{i} look this up"}) for i in range(n)])
 
 
-async def tool_results(b, session: str) -> list[str]:
+async def stored_results(b, session: str) -> list[str]:
     return [str(m.content) for m in await session_messages(b.engine.graph, session) if m.type == "tool"]
 
 
@@ -32,7 +33,7 @@ async def test_forty_subagent_calls_in_one_round_run_four_and_the_quota_stops_th
     await b.fake.wait_for(lambda: any("daily token quota" in t for t in b.fake.texts("g:555")))
     services = b.engine.services
     await services.subagents.flush()
-    results = await tool_results(b, "g:555")
+    results = await stored_results(b, "g:555")
     assert len(results) == 40
     # Which calls run is decided by their order in the model's message: the first four, the rest refused.
     assert all(r.startswith(STOPPED) for r in results[:4]), results[:4]
@@ -68,7 +69,7 @@ async def test_the_quota_stops_a_message_between_its_subagents_model_calls(bot):
     calls = len(b.llm.requests)
     assert 2 <= calls < 1 + 6 * 2 + 1  # unbounded, the flood would make every call: 1 + 6 subagents x 2 + 1
     assert b.llm.peak_in_flight == services.limiter.limit  # two subagents' calls at a time
-    results = await tool_results(b, "g:555")
+    results = await stored_results(b, "g:555")
     assert sum(r.startswith(STOPPED) for r in results) >= 1
     used = services.quota.used("g:555").session
     biggest = max(r.usage["total_tokens"] for r in b.llm.requests)
@@ -82,7 +83,7 @@ async def test_the_cap_per_message_counts_every_round(bot):
                        .on("ROUND-", Reply("sub answer")))
     await b.fake.group_message(555, 42, [at(BOT), text(" two rounds")])
     await b.fake.wait_for(lambda: "both rounds" in b.fake.texts("g:555"))
-    results = await tool_results(b, "g:555")
+    results = await stored_results(b, "g:555")
     assert [r.startswith("[subagent ok") for r in results] == [True] * 5 + [False]
     assert results[5].startswith(OVER_MESSAGE) and "(subagent.max_calls_per_message)" in results[5]
     assert len(requests_of(b.llm, "ROUND-")) == 5  # the refused call made no model call
@@ -111,3 +112,42 @@ async def test_a_second_chat_is_served_while_the_first_floods_and_the_limit_hold
     limiter = b.engine.services.limiter
     assert b.llm.peak_in_flight == limiter.limit == 2  # reached, never passed
     assert limiter.in_flight == 0 and limiter.waiting() == 0
+
+
+async def test_a_clock_run_is_capped_too(scripted_llm, make_chat):
+    """The async subagent_run of a clock run (tools/clock_subagents.py): the same caps, by the reply's order."""
+    chat = await make_chat(clock_settings(scripted_llm, subagent={"parent_reserve_sec": 2, "min_budget_sec": 1}))
+    clock = chat.engine.services.clock
+    await clock.start()
+    scripted_llm.respond_with(Router()
+        .on("<subagent_results>", Reply("SYNTHESIS"))
+        .on("PROMPT-C", flood(12, "CLOCKSUB"), Reply("interim, never sent"))
+        .on("CLOCKSUB-", Reply("sub answer")))
+    clock.create("g:555", "42", "in 1s", "PROMPT-C fan out", name="fan", timeout_sec=20)
+    await runs_until(clock, "g:555", finished)
+    results = tool_results(requests_of(scripted_llm, "PROMPT-C")[1])
+    assert [r.split(" (budget")[0] for r in results[:4]] == [f"Started subagent s{i} in the background"
+                                                             for i in range(1, 5)]
+    assert all(r.startswith(OVER_ROUND) for r in results[4:]) and len(results) == 12
+    assert len(requests_of(scripted_llm, "CLOCKSUB-")) == 4
+
+
+async def test_a_clock_run_and_its_subagents_stop_at_the_quota(scripted_llm, make_chat):
+    settings = clock_settings(scripted_llm, quota={"session_daily_tokens": QUOTA},
+                              subagent={"parent_reserve_sec": 2, "min_budget_sec": 1})
+    chat = await make_chat(settings)
+    clock = chat.engine.services.clock
+    await clock.start()
+    scripted_llm.respond_with(Router()
+        .on("<subagent_results>", Reply("SYNTHESIS"))
+        .on("PROMPT-Q", flood(4, "QSUB"), Reply("interim, never sent"))
+        .on("QSUB-", Reply("sub answer")))
+    clock.create("g:555", "42", "in 1s", "PROMPT-Q fan out", name="fan", timeout_sec=20)
+    [row] = await runs_until(clock, "g:555", lambda rows: finished(rows, "error"))
+    # The run's first request crossed the quota: its four subagents stopped before their first model call and
+    # the synthesis was not asked; the run ended with the quota's words.
+    assert len(scripted_llm.requests) == 1 and "daily token quota" in row.detail
+    services = chat.engine.services
+    spent = scripted_llm.requests[0].usage["total_tokens"]
+    assert services.quota.used("g:555").session == spent == row.usage["total_tokens"]
+    assert services.quota.in_flight() == 0
