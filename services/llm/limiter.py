@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from types import TracebackType
 
 
 class CallLimiter:
@@ -39,19 +38,16 @@ class CallLimiter:
         queues = self._waiting.values() if chat is None else [self._waiting.get(chat, deque())]
         return sum(1 for q in queues for f in q if not f.done())
 
-    @asynccontextmanager
-    async def slot(self, chat: str) -> AsyncIterator[None]:
-        """Hold one slot for the body (the model request); released however the body ends."""
-        await self._acquire(chat)
-        try:
-            yield
-        finally:
-            self._release()
+    def slot(self, chat: str) -> _Slot:
+        """`async with limiter.slot(chat):` holds one slot for the body (the model request), released however
+        the body ends (a plain class, not a generator: about 1 µs uncontended)."""
+        return _Slot(self, chat)
 
     async def _acquire(self, chat: str) -> None:
         if self._free > 0 and not self._waiting:
             self._free -= 1
-            self.peak = max(self.peak, self.limit - self._free)
+            if self.limit - self._free > self.peak:
+                self.peak = self.limit - self._free
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(chat, deque()).append(future)
@@ -88,3 +84,18 @@ class CallLimiter:
             return
         if not queue:
             del self._waiting[chat]
+
+
+class _Slot:
+    __slots__ = ("_chat", "_limiter")
+
+    def __init__(self, limiter: CallLimiter, chat: str) -> None:
+        self._limiter = limiter
+        self._chat = chat
+
+    async def __aenter__(self) -> None:
+        await self._limiter._acquire(self._chat)
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self._limiter._release()
