@@ -142,8 +142,8 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     update: dict[str, Any] = {"messages": [*shown, reply], "turn_usage": usage, "total_usage": usage}
     if reply.tool_calls or reply.invalid_tool_calls:
         update["rounds"] = state.get("rounds", 0) + 1
-        if ctx.limits is not None and reply.tool_calls:  # which subagent and team calls run: decided here, in order
-            sub = settings.subagent
+        if ctx.limits is not None and reply.tool_calls and ctx.agent_kind in ("main", "clock"):
+            sub = settings.subagent  # which subagent and team calls run: decided here, in the reply's order
             ctx.limits.plan_round(reply.tool_calls, sub.max_calls_per_round, sub.max_calls_per_message)
         if reply.content:  # intermediate text goes out now (dropped by subagent and clock bridges)
             await ctx.bridge.send_text(text_of(reply))
