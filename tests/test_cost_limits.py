@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from ania.fakes.openai_server import Calls, Reply
 from checkpoints.sessions import session_messages
+from services.teams import Member, Team
 from tests.clock_helpers import clock_settings, finished, runs_until
 from tests.onebot_fake import at, text
-from tests.onebot_helpers import BOT
+from tests.onebot_helpers import ADMIN, BOT
 from tests.subagent_helpers import Router, is_subagent, requests_of, tool_results
 
 QUOTA = 3000
@@ -151,3 +152,22 @@ async def test_a_clock_run_and_its_subagents_stop_at_the_quota(scripted_llm, mak
     spent = scripted_llm.requests[0].usage["total_tokens"]
     assert services.quota.used("g:555").session == spent == row.usage["total_tokens"]
     assert services.quota.in_flight() == 0
+
+
+async def test_a_team_run_is_one_call_and_an_exempt_admins_subagents_pass_the_quota(bot):
+    b = await bot(quota={"session_daily_tokens": QUOTA})
+    members = tuple(Member(f"m{i}", f"MEMBER-{i} checks one thing") for i in range(5))
+    b.engine.services.teams.save(Team("crew", "Checks things.", members, "g:555"))
+    calls = [("team_run", {"name": "crew", "task": "TEAMTASK check"}), *flood(4).calls]
+    b.llm.respond_with(Router().on("team and more", Calls(calls), Reply("admin's answer"))
+                       .on("MEMBER-", Reply("member answer")).on("SUBTASK-", Reply("sub answer")))
+    # An admin's message (quota.admins_exempt): its subagents and members are not stopped by the quota.
+    await b.fake.group_message(555, int(ADMIN), [at(BOT), text(" team and more")])
+    await b.fake.wait_for(lambda: "admin's answer" in b.fake.texts("g:555"))
+    results = await stored_results(b, "g:555")
+    assert results[0].startswith('Team "crew": 5 members') and "5 ok" in results[0]  # one call, five members
+    assert [r.startswith("[subagent ok") for r in results[1:]] == [True, True, True, False]
+    assert results[4].startswith(OVER_ROUND) and "call 5 of this round" in results[4]
+    assert len(requests_of(b.llm, "MEMBER-")) == 5 and len(requests_of(b.llm, "SUBTASK-")) == 3
+    assert b.engine.services.quota.used("g:555").session > QUOTA  # exempt, and still counted (once)
+    assert b.engine.services.quota.in_flight() == 0
