@@ -63,7 +63,7 @@ async def test_the_quota_stops_a_message_between_its_subagents_model_calls(bot):
     services = b.engine.services
     quota = services.quota.used("g:555").session + int(first * 2.5)  # the flood's first call and about 1.5 more
     b.llm.respond_with(Router().on("flood please", flood(6), Reply("all done"))
-                       .on("SUBTASK-", Calls([("time", {})], delay=0.1), Reply("sub answer", delay=0.1)))
+                       .on("SUBTASK-", Calls([("time", {})], delay=0.3), Reply("sub answer", delay=0.3)))
     services.quota.settings = services.quota.settings.model_copy(update={"session_daily_tokens": quota})
     await b.fake.group_message(555, 42, [at(BOT), text(" flood please")])
     await b.fake.wait_for(lambda: any("daily token quota" in t for t in b.fake.texts("g:555")))
@@ -94,7 +94,7 @@ async def test_a_second_chat_is_served_while_the_first_floods_and_the_limit_hold
     b = await bot(subagent={"max_calls_per_round": 12, "max_calls_per_message": 12},
                   llm={"max_concurrent_calls": 2})
     b.llm.respond_with(Router().on("flood please", flood(12), Reply("flood done"))
-                       .on("SUBTASK-", Reply("sub answer", delay=0.2))
+                       .on("SUBTASK-", Reply("sub answer", delay=0.5))  # long enough for a loaded machine
                        .on("just one question", Reply("answer for the second chat")))
 
     def flood_requests() -> list[int]:
