@@ -10,7 +10,7 @@ import pytest
 from ania.fakes.openai_server import Calls, Reply
 from services.llm import CallLimiter
 from tests.conftest import make_settings
-from tests.subagent_helpers import Router, is_subagent, wait_for
+from tests.subagent_helpers import Router, wait_for
 
 
 async def _hold(limiter: CallLimiter, chat: str, order: list[str], gate: asyncio.Event) -> None:
@@ -69,12 +69,21 @@ async def test_stop_during_a_flood_leaves_no_slot_held_and_the_chat_is_served_ag
     limiter = chat.engine.services.limiter
     scripted_llm.respond_with(Router()
         .on("flood please", Calls([("subagent_run", {"task": f"SUB-{i}"}) for i in range(6)]), Reply("never"))
-        .on("SUB-", Reply("slow answer", delay=5))
+        .on("SUB-", Calls([("time", {})]), Reply("slow answer", delay=5))
         .on("after the stop", Reply("served again")))
     task = await chat.entry.submit("g:club", "admin", "flood please")
-    await wait_for(lambda: limiter.waiting("g:club") == 5 and any(is_subagent(r.body) for r in scripted_llm.requests))
+
+    def answered() -> list[int]:
+        return [r.usage["total_tokens"] for r in scripted_llm.requests if r.usage]
+
+    # Every subagent made its first call; one second call is out (it holds the one slot), five wait for it.
+    await wait_for(lambda: len(scripted_llm.requests) == 8 and limiter.waiting("g:club") == 5)
+    assert len(answered()) == 7
     await chat.say("g:club", "admin", "/stop")
     await asyncio.gather(task, return_exceptions=True)
     assert limiter.in_flight == 0 and limiter.waiting() == 0  # the waiters left, the one in flight released
+    # What the cut message spent counts once, its subagents' answered calls included; nothing stays in flight.
+    quota = chat.engine.services.quota
+    assert quota.used("g:club").session == sum(answered()) and quota.in_flight() == 0
     assert await chat.say("g:club", "admin", "after the stop") == ["served again"]
 

@@ -72,7 +72,11 @@ class ClockRunner:
             quiet = told in self._refusals_told
             self._refusals_told.add(told)
             return RunOutcome("error", detail=f"not run: {refusal}", thread=thread, quiet=quiet)
-        outcome, messages = await self._run(spec, ctx, inp, thread, label)
+        try:
+            outcome, messages = await self._run(spec, ctx, inp, thread, label)
+        except asyncio.CancelledError:  # /stop, the clock stopping: what its calls spent still counts, once
+            services.quota.close(limits, task.session, 0)
+            raise
         # Q2/Q3: the run's tokens (its subagents' included) count once for the day; its query-log row closes
         record_run(services, task.session, qid, outcome.status, outcome.reply, outcome.usage, messages, "", limits)
         return outcome

@@ -102,10 +102,12 @@ class Quota:
         self._live_total += tokens
 
     def close(self, limits: MessageLimits | None, session: str, tokens: int) -> None:
-        """A message ended: what it put in the tally comes out, and its tokens (`turn_usage`, which folds
-        the same calls) are added to the day's counters, once."""
+        """A message ended: what it put in the tally comes out, and its tokens are added to the day's
+        counters, once: `turn_usage` (which folds the same calls), or what the tally saw when more (a turn
+        cut by /stop or its deadline before its subagents' tokens were folded)."""
         if limits is not None and not limits.closed:
             limits.closed = True
+            tokens = max(tokens, limits.live)
             if limits.live:
                 left = self._live.get(limits.session, 0) - limits.live
                 if left > 0:
