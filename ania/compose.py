@@ -24,7 +24,7 @@ from services.container import Services
 from services.hooks import HookManager, HookRunner
 from services.images import ImageShelf
 from services.knowledge import KnowledgeService
-from services.llm import ModelFactory, VisionDescriber
+from services.llm import CallLimiter, ModelFactory, VisionDescriber
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
 from services.persona import load_persona
@@ -112,7 +112,8 @@ async def build_services(
     queries.interrupt_running()
     return Services(
         settings=settings, paths=paths, admins=admins, store=store, shared_tools=shared, sessions=sessions,
-        llm=llm, hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
+        llm=llm, limiter=CallLimiter(settings.llm.max_concurrent_calls),
+        hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
         outboxes=outboxes, approvals=Approvals(settings, admins, outboxes.send, timeout_sec=approval_timeout_sec),
         plan_mode=PlanMode(store), todos=TodoStore(store), teams=TeamStore(store), subagents=subagents,
         clock=ClockService(store, settings, outboxes, subagents, paths.data_dir / "clock.lock"),

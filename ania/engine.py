@@ -31,6 +31,7 @@ from services.config import Paths, Settings, load_settings
 from services.container import Services
 from services.context import AgentKind, CallbackBridge, RunContext
 from services.hooks import HookRunner
+from services.usage import MessageLimits
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +105,15 @@ class Engine:
         if clock_was_running:
             await self.services.clock.start()
 
-    def context(self, session_key: str, user_id: str, bridge: CallbackBridge, kind: AgentKind = "main") -> RunContext:
+    def context(self, session_key: str, user_id: str, bridge: CallbackBridge, kind: AgentKind = "main",
+                limits: MessageLimits | None = None) -> RunContext:
+        """`limits`: the message's (open_turn makes them); a run nobody records (Studio, replay) gets limits
+        that are checked but leave nothing in the quota's in-flight tally."""
         budget = self.services.settings.bot.msg_event_timeout_sec
+        limits = limits if limits is not None else self.services.quota.open(session_key, user_id, tally=False)
         return RunContext(session_key=session_key, requester=user_id, bridge=bridge,
                           executor=self.services.sessions.executor(session_key), services=self.services,
-                          agent_kind=kind, deadline=time.monotonic() + budget)
+                          agent_kind=kind, deadline=time.monotonic() + budget, limits=limits)
 
     async def run_turn(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge,
                        trigger: str = "message") -> TurnResult:
@@ -124,7 +129,7 @@ class Engine:
         if not state.clean:
             await settle(self.graph, session_key, store, "the previous turn did not finish (restart or stop)")
         state.clean = False
-        ctx = self.context(session_key, user_id, bridge)
+        ctx = self.context(session_key, user_id, bridge, limits=record.limits)
         budget = self.services.settings.bot.msg_event_timeout_sec
         try:
             async with asyncio.timeout(budget):  # no extra task per turn, as wait_for would make

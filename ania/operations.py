@@ -2,10 +2,12 @@
 token counters and one structured log line.
 
 `open_turn` runs before the turn's first model call: it refuses a session over its quota (one reply, no
-model call) and otherwise opens the query-log row with the checkpoint the turn starts from. `close_turn`
-runs once when the turn has ended, whatever the way: the turn's tokens (the model calls, compaction
-summaries, subagents and team members, all folded into `turn_usage` by the graph) are added to the day's
-counters exactly once, the row is completed with the tool calls, and one INFO line is logged.
+model call) and otherwise opens the query-log row with the checkpoint the turn starts from, and makes the
+message's limits (its subagent and team calls, its spend: every model call of the message checks the
+quota again and adds to the quota's in-flight tally). `close_turn` runs once when the turn has ended,
+whatever the way: the turn's tokens (the model calls, compaction summaries, subagents and team members,
+all folded into `turn_usage` by the graph) are added to the day's counters exactly once, what the message
+put in the in-flight tally comes out, the row is completed with the tool calls, and one INFO line is logged.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from checkpoints.sessions import latest_checkpoint
 from nodes.gates import HOOK_BLOCKED, PLAN_BLOCKED
 from nodes.prompt import user_message
 from services.container import Services
+from services.usage import MessageLimits
 
 log = logging.getLogger("ania.turn")
 
@@ -44,12 +47,14 @@ class TurnRecord:
     checkpoint: str = ""
     refusal: str | None = None
     started: float = field(default_factory=time.monotonic)
+    limits: MessageLimits | None = None
 
 
 async def open_turn(services: Services, graph: CompiledStateGraph[Any, Any, Any, Any], session: str, user: str,
                     text: str, trigger: str = "message") -> TurnRecord:
     message = user_message(session, user, text).model_copy(update={"id": f"u-{uuid.uuid4().hex}"})
-    record = TurnRecord(session, user, message, refusal=services.quota.refusal(session, user))
+    limits = services.quota.open(session, user)
+    record = TurnRecord(session, user, message, refusal=services.quota.call_refusal(limits), limits=limits)
     if services.queries.enabled:
         saver = graph.checkpointer if not isinstance(graph.checkpointer, bool) else None
         record.checkpoint = await latest_checkpoint(saver, session)
@@ -74,7 +79,7 @@ async def state_after(graph: CompiledStateGraph[Any, Any, Any, Any], record: Tur
 def close_turn(services: Services, record: TurnRecord, status: str, reply: str, usage: Mapping[str, int],
                messages: Sequence[AnyMessage]) -> None:
     shown, calls = record_run(services, record.session, record.qid, status, reply, usage, messages,
-                              record.message.id or "")
+                              record.message.id or "", record.limits)
     duration_ms = int((time.monotonic() - record.started) * 1000)
     if log.isEnabledFor(logging.DEBUG):  # `ania -v`: each step of the turn (names and short texts, no arguments)
         for n, phrase in enumerate(turn_steps(messages, record.message.id or ""), 1):
@@ -84,11 +89,12 @@ def close_turn(services: Services, record: TurnRecord, status: str, reply: str, 
 
 
 def record_run(services: Services, session: str, qid: int, status: str, reply: str, usage: Mapping[str, int],
-               messages: Sequence[AnyMessage], message_id: str = "") -> tuple[str, int]:
-    """A finished run's tokens to the day's counters (once) and its query-log row completed; the status as
-    the log shows it, and the number of tool calls. A chat turn starts at its user message (`message_id`);
-    a clock run's messages are all its own ("")."""
-    services.quota.add(session, int(usage.get("total_tokens", 0)))
+               messages: Sequence[AnyMessage], message_id: str = "",
+               limits: MessageLimits | None = None) -> tuple[str, int]:
+    """A finished run's tokens to the day's counters (once; out of the in-flight tally of its `limits`) and
+    its query-log row completed; the status as the log shows it, and the number of tool calls. A chat turn
+    starts at its user message (`message_id`); a clock run's messages are all its own ("")."""
+    services.quota.close(limits, session, int(usage.get("total_tokens", 0)))
     executor = services.sessions.executor(session)
 
     def masked(name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -72,7 +72,7 @@ async def serve_worker(sock: Path, root: Path, base_url: str) -> None:
     from services.config import Settings
 
     settings = Settings(llm={"base_url": base_url, "model": "scripted-model", "api_key": "k", "timeout_sec": 60,
-                             "max_retries": 0}, bot={"admins": ["bench"], "msg_event_timeout_sec": 120})
+                             "max_retries": 0, "max_concurrent_calls": 256}, bot={"admins": ["bench"], "msg_event_timeout_sec": 120})
     engine = await Engine.start(root / "config", root / "data", settings=settings)
     settle_heap()  # as `ania chat` and `ania serve` do
 

@@ -107,10 +107,14 @@ async def compact(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     if cut <= 0:
         return {}
     await ctx.services.hooks.run(hook_event(ctx, "PreCompact"))
+    services = ctx.services
     try:
-        reply = await ctx.services.llm.model().ainvoke(
-            [SystemMessage(SUMMARIZE_PROMPT), HumanMessage(transcript(messages[:cut]))]
-        )
+        async with services.limiter.slot(ctx.session_key):
+            if services.quota.call_refusal(ctx.limits) is not None:
+                return {}  # over the quota: the model step that follows says so, without a call
+            reply = await services.llm.model().ainvoke(
+                [SystemMessage(SUMMARIZE_PROMPT), HumanMessage(transcript(messages[:cut]))]
+            )
     except asyncio.CancelledError:
         raise
     except Exception as e:
@@ -121,6 +125,7 @@ async def compact(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         id=f"summary-{messages[cut].id}",
     )
     counted = usage_of(reply)
+    services.quota.spent(ctx.limits, counted.get("total_tokens", 0))
     return {
         "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), summary, *messages[cut:]],
         "turn_usage": counted, "total_usage": counted,

@@ -26,7 +26,7 @@ async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:
     # The call gets its own usage meter (tokens a subagent or team spends are folded in once, by this step),
     # and the admin who allowed it, if any (the tool logs who approved).
     meter = UsageMeter()
-    ctx = replace(ctx, usage=meter, approved_by=state.get("approved_by", ""))
+    ctx = replace(ctx, usage=meter, approved_by=state.get("approved_by", ""), call_id=call.id)
     result = result_dict(await ctx.executor.execute(tool, args, ctx))
     update: dict[str, Any] = {"result": result}
     if spent := meter.total():

@@ -66,7 +66,8 @@ async def gather(state: TeamState, ctx: RunContext) -> dict[str, Any]:
         result = SubagentResult.from_dict(row)
         counts[result.status] = counts.get(result.status, 0) + 1
         blocks.append(result.render(row["name"], share))
-    words = {"ok": "ok", "failed": "failed", "timeout": "timed out", "max_rounds": "at the round limit"}
+    words = {"ok": "ok", "failed": "failed", "timeout": "timed out", "max_rounds": "at the round limit",
+             "quota": "stopped by the quota"}
     summary = ", ".join(f"{counts[k]} {w}" for k, w in words.items() if counts.get(k))
     took = max((r["duration_sec"] for r in rows), default=0.0)
     head = HEAD.format(team=state["team"]["name"], n=len(rows), s="" if len(rows) == 1 else "s", sec=took,

@@ -38,13 +38,19 @@ async def present_images(ctx: RunContext) -> tuple[list[HumanMessage], dict[str,
         return [HumanMessage(content=parts, response_metadata=meta)], None
     if services.vision.configured:
         try:
-            text, reply = await services.vision.describe(images)
+            async with services.limiter.slot(ctx.session_key):
+                if services.quota.call_refusal(ctx.limits) is not None:
+                    why = "the daily token quota is reached"
+                    return [HumanMessage(NOT_DESCRIBED.format(n=len(images), why=why), response_metadata=meta)], None
+                text, reply = await services.vision.describe(images)
         except asyncio.CancelledError:
             raise
         except Exception as e:
             log.warning("vision model failed for %s: %s", ctx.session_key, e)
             why = f"the vision model failed ({type(e).__name__})"
             return [HumanMessage(NOT_DESCRIBED.format(n=len(images), why=why), response_metadata=meta)], None
-        return [HumanMessage(DESCRIBED.format(n=len(images), text=text), response_metadata=meta)], usage_of(reply)
+        usage = usage_of(reply)
+        services.quota.spent(ctx.limits, usage.get("total_tokens", 0))
+        return [HumanMessage(DESCRIBED.format(n=len(images), text=text), response_metadata=meta)], usage
     log.info("dropped %d loaded image(s) for %s: %s", len(images), ctx.session_key, CANNOT_SEE)
     return [], None

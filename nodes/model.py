@@ -39,6 +39,8 @@ MAX_ROUNDS = (
 MODEL_FAILED = "Sorry, the model endpoint failed ({detail}). Please try again in a moment."
 NOT_CONFIGURED = "The bot is not configured: {detail}"
 EMPTY_REPLY = "Sorry, the model gave an empty answer. Please ask again, perhaps in other words."
+#: A subagent's or team member's answer when the quota stops it (its parent reads this as the result).
+QUOTA_REACHED = "Daily token quota reached: it stopped before its next model call. {refusal}"
 
 
 FINISH = "finish"
@@ -115,14 +117,18 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     schemas = ctx.executor.schemas()
     runnable = model.bind_tools(schemas) if schemas else model
     shown, seen_usage = await present_images(ctx)
+    seen = {"turn_usage": seen_usage, "total_usage": seen_usage} if seen_usage else {}
+    quota = ctx.services.quota
     try:
-        reply = await runnable.ainvoke(request_messages(ctx.services, [*state.get("messages", []), *shown]))
+        async with ctx.services.limiter.slot(ctx.session_key):  # held during the request only
+            if (refusal := quota.call_refusal(ctx.limits)) is not None:  # checked once the slot is ours
+                return {"messages": [*shown, AIMessage(quota_reply(ctx, refusal))], "status": "quota", **seen}
+            reply = await runnable.ainvoke(request_messages(ctx.services, [*state.get("messages", []), *shown]))
     except asyncio.CancelledError:
         raise
     except Exception as e:
         log.warning("model call failed for %s: %s", ctx.session_key, e)
-        return {"messages": [*shown, AIMessage(MODEL_FAILED.format(detail=_describe(e)))], "status": "error",
-                **({"turn_usage": seen_usage, "total_usage": seen_usage} if seen_usage else {})}
+        return {"messages": [*shown, AIMessage(MODEL_FAILED.format(detail=_describe(e)))], "status": "error", **seen}
     # Provider ids are not unique across restarts (and a fake server repeats them); ours must be,
     # since add_messages replaces a message with the same id.
     update_fields: dict[str, Any] = {"id": f"ai-{uuid.uuid4().hex}"}
@@ -131,13 +137,23 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         log.warning("model returned an empty answer for %s; sent a fallback reply", ctx.session_key)
         update_fields["content"] = EMPTY_REPLY
     reply = safe_reply(reply.model_copy(update=update_fields))  # no value of the model's may break the turn
-    usage = add_usage(usage_of(reply), seen_usage) if seen_usage else usage_of(reply)
+    mine = usage_of(reply)
+    quota.spent(ctx.limits, mine.get("total_tokens", 0))
+    usage = add_usage(mine, seen_usage) if seen_usage else mine
     update: dict[str, Any] = {"messages": [*shown, reply], "turn_usage": usage, "total_usage": usage}
     if reply.tool_calls or reply.invalid_tool_calls:
         update["rounds"] = state.get("rounds", 0) + 1
+        if ctx.limits is not None and reply.tool_calls and ctx.agent_kind in ("main", "clock"):
+            sub = settings.subagent  # which subagent and team calls run: decided here, in the reply's order
+            ctx.limits.plan_round(reply.tool_calls, sub.max_calls_per_round, sub.max_calls_per_message)
         if reply.content:  # intermediate text goes out now (dropped by subagent and clock bridges)
             await ctx.bridge.send_text(text_of(reply))
     return update
+
+
+def quota_reply(ctx: RunContext, refusal: str) -> str:
+    """What a message stopped by the quota says: the chat's refusal; a subagent's answer to its parent."""
+    return QUOTA_REACHED.format(refusal=refusal) if ctx.agent_kind in ("subagent", "team_member") else refusal
 
 
 def _describe(e: Exception) -> str:

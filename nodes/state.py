@@ -29,7 +29,7 @@ __all__ = ["USAGE_KEYS", "AgentState", "GateInput", "GateOutput", "GateState", "
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "requests")
 #: How the current message ended: it answered, an endpoint or step failed, it hit agent.max_rounds, a
 #: hook blocked the prompt, or it was stopped (/stop, the time budget, a restart: set by recovery).
-TurnStatus = Literal["ok", "error", "max_rounds", "blocked", "stopped"]
+TurnStatus = Literal["ok", "error", "max_rounds", "blocked", "stopped", "quota"]
 
 
 def usage_of(reply: BaseMessage) -> dict[str, int]:

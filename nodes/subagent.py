@@ -61,7 +61,7 @@ PROGRESS_RESULT = 500
 #: nothing resumes a one-shot run midway, and an approval pause or a timed-out run's progress is read from
 #: what it stores on exit.
 DURABILITY: Durability = "exit"
-STATUS: dict[str, SubagentStatus] = {"ok": "ok", "max_rounds": "max_rounds"}
+STATUS: dict[str, SubagentStatus] = {"ok": "ok", "max_rounds": "max_rounds", "quota": "quota"}
 
 
 async def subagent_model(state: SubagentState, ctx: RunContext) -> dict[str, Any]:
@@ -124,7 +124,8 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
     ctx = RunContext(session_key=parent.session_key, requester="", bridge=bridge,
                      executor=subagent_executor(parent, request), services=parent.services,
                      agent_kind=request.kind, deadline=started + request.budget_sec,
-                     author=parent.requester or parent.author)  # who cannot approve its config changes
+                     author=parent.requester or parent.author,  # who cannot approve its config changes
+                     limits=parent.limits)  # the message's quota standing and spend
     inp = {"messages": [task_message(request, run_id)], "max_rounds": request.max_rounds or 0}
     status: SubagentStatus
     out: dict[str, Any] = {}
@@ -144,7 +145,7 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
     values = out or await stored_values(graph, thread)
     if crashed:
         text = FAILED.format(detail="an error in a step")
-    elif status in ("ok", "failed"):
+    elif status in ("ok", "failed", "quota"):
         text = _answer(values)
     else:
         text = _progress(values)

@@ -29,6 +29,9 @@ class LLMSettings(BaseModel):
     max_retries: int = Field(2, ge=0, le=10, description="Retries after an endpoint error or timeout")
     temperature: float | None = Field(None, description="Sampling temperature; unset = provider default")
     vision: bool = Field(False, description="The model accepts images: loaded images go to it as image parts")
+    max_concurrent_calls: int = Field(
+        8, ge=1, le=1024, description="Model calls in flight at once in the whole process, shared round robin by chat"
+    )
 
 
 class BotSettings(BaseModel):
@@ -132,6 +135,12 @@ class SubagentSettings(BaseModel):
     max_result_len: int = Field(4000, ge=100, description="Runes of a subagent's answer returned to the main AI")
     team_max_result_len: int = Field(
         12000, ge=100, description="Runes of a team run's answers together (shared by its members)"
+    )
+    max_calls_per_round: int = Field(
+        4, ge=0, le=100, description="subagent_run and team_run calls run from one model reply; later ones are refused"
+    )
+    max_calls_per_message: int = Field(
+        8, ge=0, le=1000, description="subagent_run and team_run calls run for one message (or clock run) in all"
     )
 
 

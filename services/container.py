@@ -14,7 +14,7 @@ from services.config_edit import ConfigEditor
 from services.hooks.types import HookRunner
 from services.images import ImageShelf
 from services.knowledge import KnowledgeService
-from services.llm import ModelFactory, VisionDescriber
+from services.llm import CallLimiter, ModelFactory, VisionDescriber
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
 from services.persona import Persona
@@ -38,6 +38,8 @@ class Services:
     shared_tools: SharedExecutor
     sessions: SessionRegistry
     llm: ModelFactory
+    #: Every chat-model request holds one of its slots while it is out (llm.max_concurrent_calls), round robin by chat.
+    limiter: CallLimiter
     hooks: HookRunner
     mcp: MCPManager
     outboxes: Outboxes

@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 
 from services.container import Services
 from services.errors import ToolError
-from services.usage import UsageMeter
+from services.usage import MessageLimits, UsageMeter
 from tools.registry import SessionExecutor
 
 #: Who runs: the session's own agent, a subagent, a clock task's one-shot agent, or a team member.
@@ -60,6 +60,11 @@ class RunContext:
     #: Who wrote the instructions of a run nobody requested (a clock task's creator): like a requester, they
     #: cannot approve the run's configuration changes (G3), so a task is no way round the second admin.
     author: str = ""
+    #: What the message may still do (its subagent and team calls, its spend against the quota); a subagent,
+    #: team member or background subagent carries its parent's. None: no caps, no quota (a bare tool call).
+    limits: MessageLimits | None = None
+    #: The id of the tool call being executed (set per call by the execute step; the caps decide by it).
+    call_id: str = ""
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()

@@ -21,8 +21,9 @@ from services.teams import Team
 from tools.base import Tool
 
 SubagentKind = Literal["subagent", "team_member"]
-#: How a run ended: it answered, it failed (model error, bug), its time ran out, or it hit its round limit.
-SubagentStatus = Literal["ok", "failed", "timeout", "max_rounds"]
+#: How a run ended: it answered, it failed (model error, bug), its time ran out, it hit its round limit, or the
+#: daily token quota stopped it before a model call.
+SubagentStatus = Literal["ok", "failed", "timeout", "max_rounds", "quota"]
 
 #: Never offered to a subagent or team member: no recursion (nor a clock run's async subagent tools), and the
 #: todo list is the main session's.
@@ -35,7 +36,15 @@ NOT_AVAILABLE = "subagents are not available in this process (no runner is bound
 CUT = "\n[cut: {cut} of {total} characters not shown (subagent.max_result_len)]"
 CLAMPED = "[timeout_sec {asked} is outside 1..{max}; {used} was used]\n"
 STATUS_WORDS: dict[str, str] = {"ok": "ok", "failed": "failed", "timeout": "timed out after {budget:g} s",
-                                "max_rounds": "stopped at its round limit"}
+                                "max_rounds": "stopped at its round limit",
+                                "quota": "stopped: daily token quota reached"}
+
+
+def admit(ctx: Any) -> None:
+    """Raise the refusal of a subagent or team call over `subagent.max_calls_per_round` or
+    `max_calls_per_message` (services/usage/limits.py); `ctx` is the caller's RunContext."""
+    if ctx.limits is not None:
+        ctx.limits.admit(ctx.call_id, ctx.services.settings.subagent.max_calls_per_message)
 
 
 def clamp_timeout(requested: int | None, settings: SubagentSettings) -> int:

@@ -37,11 +37,13 @@ async def test_a_chat_over_its_daily_quota_runs_no_task_and_is_told(scripted_llm
         .on("remind me", Calls([("clock_create", {"schedule": "@every 2s", "prompt": "PROMPT-X never runs"})]),
             Reply("Scheduled."))
         .on("PROMPT-X", Reply("should not be asked")))
-    assert await chat.say("f:u1", "u1", "remind me") == ["Scheduled."]  # this turn spends the day's quota
+    # This turn spends the day's quota: its tool call runs, and the quota stops it before its next model call.
+    [stopped] = await chat.say("f:u1", "u1", "remind me")
+    assert stopped.startswith("This chat has used its daily token quota")
     rows = await runs_until(services.clock, "f:u1", lambda rs: finished(rs, "error", n=2))
     failed = [r for r in rows if r.status == "error"]
     assert all(r.detail.startswith("not run: ") and "quota" in r.detail for r in failed)  # every refusal logged
     assert requests_of(scripted_llm, "PROMPT-X") == []  # no model call for the task
-    assert sum("quota" in line for line in chat.out["f:u1"]) == 1  # the chat is told once, not every fire
+    assert sum("quota" in line for line in chat.out["f:u1"]) == 2  # the turn's stop; the task's notice once
     refused = [r for r in services.queries.rows(QueryFilter(session="f:u1")) if r["trigger"] == "clock"]
     assert len(refused) >= 2 and {r["status"] for r in refused} == {"quota"}  # each refusal is a query row

@@ -97,8 +97,8 @@ def test_unknown_keys_and_sections_are_warned_with_file_line_and_closest_key(tmp
     assert caplog.messages == [
         f"{path}:1: unknown key timeout outside any [section] (ignored); did you mean llm.timeout_sec?",
         f"{path}:4: unknown key llm.modle (ignored); did you mean llm.model?",
-        f"{path}:5: unknown key llm.bogus_key (ignored); keys of [llm]: api_key, base_url, max_retries, model, "
-        "temperature, timeout_sec, vision",
+        f"{path}:5: unknown key llm.bogus_key (ignored); keys of [llm]: api_key, base_url, max_concurrent_calls, "
+        "max_retries, model, temperature, timeout_sec, vision",
         f"{path}:7: unknown section [agnet] (ignored); did you mean [agent]?",
         f"{path}:11: unknown key bot.max_rounds (ignored); did you mean agent.max_rounds?",
     ]

@@ -56,10 +56,15 @@ async def test_parallel_calls_and_a_subagent_are_counted_once_everywhere(scripte
 
 async def test_a_session_over_its_quota_gets_one_reply_and_no_model_call(scripted_llm, make_chat):
     chat = await make_chat(make_settings(scripted_llm, quota={"session_daily_tokens": 10}))
-    # The quota is crossed in the middle of the turn's rounds: the turn finishes.
-    scripted_llm.script([Calls([("time", {})]), Reply("done")])
-    assert await chat.say("g:club", "u1", "what time") == ["done"]
-    assert chat.engine.services.quota.used("g:club").session > 10
+    # The quota is crossed by the turn's first model call: its tool call runs, its next model call is not made
+    # (the quota is checked before every model call), and the turn ends with the quota's reply.
+    scripted_llm.script([Calls([("time", {})])])
+    [stopped] = await chat.say("g:club", "u1", "what time")
+    assert stopped.startswith("This chat has used its daily token quota") and len(scripted_llm.requests) == 1
+    used = chat.engine.services.quota.used("g:club").session
+    assert used == scripted_llm.requests[0].usage["total_tokens"] > 10  # counted once
+    row = chat.engine.services.queries.rows(QueryFilter(session="g:club"))[0]
+    assert row["status"] == "quota" and row["total_tokens"] == used
     asked = len(scripted_llm.requests)
     [refusal] = await chat.say("g:club", "u2", "and now?")
     assert "daily token quota" in refusal and "resets at" in refusal and "(UTC, in " in refusal

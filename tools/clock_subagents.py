@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from services.clock import BackgroundSubagents
 from services.clock.background import OWN_TIMEOUT_MARGIN_SEC
 from services.errors import ToolError
-from services.subagents import SubagentRequest, budget, clamp_note
+from services.subagents import SubagentRequest, admit, budget, clamp_note
 from tools.base import NoParams, Tool
 from tools.subagent import SubagentRunParams, checked_task
 
@@ -58,6 +58,7 @@ class AsyncSubagentRunTool(Tool[SubagentRunParams]):
     async def execute(self, args: SubagentRunParams, ctx: RunContext) -> str:
         if ctx.agent_kind in ("subagent", "team_member"):
             raise ToolError(NESTED)
+        admit(ctx)
         task = checked_task(args.task)
         settings = ctx.services.settings.subagent
         remaining = ctx.remaining()

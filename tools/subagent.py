@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from services.errors import ToolError
-from services.subagents import SubagentRequest, budget, clamp_note
+from services.subagents import SubagentRequest, admit, budget, clamp_note
 from tools.base import Tool
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ class SubagentRunTool(Tool[SubagentRunParams]):
     async def execute(self, args: SubagentRunParams, ctx: RunContext) -> str:
         if ctx.agent_kind in ("subagent", "team_member"):
             raise ToolError(NESTED)
+        admit(ctx)
         task = checked_task(args.task)
         settings = ctx.services.settings.subagent
         seconds = budget(args.timeout_sec, settings, ctx.remaining())

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from services.errors import ToolError
-from services.subagents import TeamRunRequest, budget, clamp_note
+from services.subagents import TeamRunRequest, admit, budget, clamp_note
 from services.teams import GLOBAL, MAX_MEMBERS, MAX_NAME, Member, Team, check_members, check_name, validated
 from tools.base import NoParams, Tool
 from tools.subagent import checked_task
@@ -167,6 +167,7 @@ class TeamRunTool(Tool[TeamRunParams]):
 
     async def execute(self, args: TeamRunParams, ctx: RunContext) -> str:
         _refuse_nested(ctx)
+        admit(ctx)
         name = check_name(args.name)
         task = checked_task(args.task)
         team = await asyncio.to_thread(ctx.services.teams.find, ctx.session_key, name)

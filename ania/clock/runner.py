@@ -55,13 +55,16 @@ class ClockRunner:
         label = f"clock task {task.id}"
         bridge = ClockBridge(services.outboxes.send, task.session, services.paths.data_dir / "outbox" / task.session,
                              label, services.outboxes.media)
+        # Bound by the target chat's quota as its check before the run is (its creator's standing), per call too
+        limits = services.quota.open(task.session, task.created_by)
         ctx = RunContext(session_key=task.session, requester="", bridge=bridge,
                          executor=clock_executor(services, task.session, spec.background), services=services,
-                         agent_kind="clock", deadline=time.monotonic() + spec.budget_sec, author=task.created_by)
+                         agent_kind="clock", deadline=time.monotonic() + spec.budget_sec, author=task.created_by,
+                         limits=limits)
         inp = {"messages": [task_message(task, spec.run_id, spec.scheduled, ZoneInfo(task.timezone))],
                "run_id": spec.run_id}
         qid = services.queries.start(task.session, task.created_by, task.prompt, trigger="clock", thread=thread)
-        refusal = services.quota.refusal(task.session, task.created_by)
+        refusal = services.quota.call_refusal(limits)
         if refusal is not None:  # Q1: a chat over its daily tokens runs no task either (the chat is told)
             await spec.background.close()
             record_run(services, task.session, qid, "quota", refusal, {}, [])
@@ -69,9 +72,13 @@ class ClockRunner:
             quiet = told in self._refusals_told
             self._refusals_told.add(told)
             return RunOutcome("error", detail=f"not run: {refusal}", thread=thread, quiet=quiet)
-        outcome, messages = await self._run(spec, ctx, inp, thread, label)
+        try:
+            outcome, messages = await self._run(spec, ctx, inp, thread, label)
+        except asyncio.CancelledError:  # /stop, the clock stopping: what its calls spent still counts, once
+            services.quota.close(limits, task.session, 0)
+            raise
         # Q2/Q3: the run's tokens (its subagents' included) count once for the day; its query-log row closes
-        record_run(services, task.session, qid, outcome.status, outcome.reply, outcome.usage, messages)
+        record_run(services, task.session, qid, outcome.status, outcome.reply, outcome.usage, messages, "", limits)
         return outcome
 
     async def _run(self, spec: RunSpec, ctx: RunContext, inp: dict[str, Any], thread: str,

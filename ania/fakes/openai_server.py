@@ -11,6 +11,8 @@ a list of steps, each `{"reply": "text"}`, `{"calls": [{"name": "time", "args": 
 `{"fail": 500}` or `{"stall": seconds}`, with an optional `"delay"` and a `"note"` that is ignored. In a
 reply, `{user}` is the last user message and `{tool_result}` the last tool result, so a script can show
 what a tool returned.
+`in_flight` and `peak_in_flight` count the chat requests being answered at once (tests of the engine's
+limit on concurrent model calls); a step's `delay` keeps its request in flight that long.
 `/v1/embeddings` answers deterministic vectors (`fake_embedding`), or a scripted failure.
 """
 
@@ -113,6 +115,8 @@ class ScriptedOpenAI:
         self.model = model
         self.requests: list[Recorded] = []
         self.model_seconds = 0.0  # time spent in scripted delays (the "model's time")
+        self.in_flight = 0  # chat requests being answered now, and the most at once
+        self.peak_in_flight = 0
         self._script: list[Step] = []
         self._responder: Callable[[dict], Step] | None = None
         self._lock = threading.Lock()
@@ -150,6 +154,7 @@ class ScriptedOpenAI:
             self._responder = None
             self.requests.clear()
             self.model_seconds = 0.0
+            self.peak_in_flight = self.in_flight
 
     @property
     def base_url(self) -> str:
@@ -239,6 +244,14 @@ class ScriptedOpenAI:
         return step
 
     async def _handle(self, request: Request) -> Response:
+        self.in_flight += 1  # one event loop answers every request: no lock needed
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: Request) -> Response:
         raw = await request.body()
         body = json.loads(raw)
         recorded = Recorded(raw, body)

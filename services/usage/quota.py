@@ -2,9 +2,12 @@
 
 Counters live in the app store's KV under `daily:<date>:<session>` and `daily:<date>:global`, each
 expiring two days after it was last written; rows of past days are deleted when a new day's first
-tokens are added. The check is loose, as the seed has it: a turn is checked before its first model
-call and its tokens are added when it ends, so turns running at the same time may together go past
-the limit by one turn each, and a turn that crosses the limit mid-way finishes.
+tokens are added. A turn is refused before it starts (`refusal`), and checked again before every model
+call it makes, its subagents', team members' and clock runs' included (`call_refusal`): the day's
+counters plus the in-flight tally, the tokens of every message still running, which each model call
+adds to when it returns (`spent`). So a message that crosses the limit stops at its next model call,
+and the overshoot is bounded by the calls already in flight. When the message ends, `close` moves
+exactly what it put in the tally out again and adds its tokens to the day's counters once.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from zoneinfo import ZoneInfo
 
 from services.config import QuotaSettings
 from services.store import AppStore
+from services.usage.limits import MessageLimits
 
 PREFIX = "daily:"
 #: A day's counters are kept this long after their last write (they are read only on their own day).
@@ -48,6 +52,9 @@ class Quota:
         self._now = now
         self._zone = ZoneInfo(settings.timezone)
         self._pruned_day = ""
+        #: The in-flight tally: tokens of messages still running, per session and in all.
+        self._live: dict[str, int] = {}
+        self._live_total = 0
 
     def day(self, at: float | None = None) -> str:
         return datetime.fromtimestamp(self._now() if at is None else at, self._zone).date().isoformat()
@@ -61,17 +68,59 @@ class Quota:
 
     def refusal(self, session: str, user: str) -> str | None:
         """The reply that refuses a turn over its quota, or None when it may run (checked before any model call)."""
+        return self.call_refusal(self.open(session, user, tally=False))
+
+    def open(self, session: str, user: str, *, tally: bool = True) -> MessageLimits:
+        """The limits of a message from `user` (a clock run: its task's creator) in `session`."""
+        exempt = self.settings.admins_exempt and bool(user) and self._is_admin(user)
+        return MessageLimits(session, exempt=exempt, tally=tally)
+
+    def call_refusal(self, limits: MessageLimits | None) -> str | None:
+        """Before one model call of a running message: the refusal once the day's counters and what the
+        running messages spent reach a quota (None: the call may run)."""
         s = self.settings
-        if not (s.session_daily_tokens or s.global_daily_tokens):
+        if limits is None or limits.exempt or not (s.session_daily_tokens or s.global_daily_tokens):
             return None
-        if s.admins_exempt and self._is_admin(user):
-            return None
-        used = self.used(session)
-        if s.session_daily_tokens and used.session >= s.session_daily_tokens:
-            return SESSION_OVER.format(used=used.session, limit=s.session_daily_tokens, **self._reset())
-        if s.global_daily_tokens and used.total >= s.global_daily_tokens:
-            return GLOBAL_OVER.format(used=used.total, limit=s.global_daily_tokens, **self._reset())
+        used = self.used(limits.session)
+        mine = used.session + self._live.get(limits.session, 0)
+        if s.session_daily_tokens and mine >= s.session_daily_tokens:
+            return SESSION_OVER.format(used=mine, limit=s.session_daily_tokens, **self._reset())
+        total = used.total + self._live_total
+        if s.global_daily_tokens and total >= s.global_daily_tokens:
+            return GLOBAL_OVER.format(used=total, limit=s.global_daily_tokens, **self._reset())
         return None
+
+    def spent(self, limits: MessageLimits | None, tokens: int) -> None:
+        """A model call of a running message returned: its tokens join the in-flight tally."""
+        if limits is None or tokens <= 0 or not limits.tally:
+            return
+        if limits.closed:  # a straggler after the message was recorded: straight to the day's counters
+            self.add(limits.session, tokens)
+            return
+        limits.live += tokens
+        self._live[limits.session] = self._live.get(limits.session, 0) + tokens
+        self._live_total += tokens
+
+    def close(self, limits: MessageLimits | None, session: str, tokens: int) -> None:
+        """A message ended: what it put in the tally comes out, and its tokens are added to the day's
+        counters, once: `turn_usage` (which folds the same calls), or what the tally saw when more (a turn
+        cut by /stop or its deadline before its subagents' tokens were folded)."""
+        if limits is not None and not limits.closed:
+            limits.closed = True
+            tokens = max(tokens, limits.live)
+            if limits.live:
+                left = self._live.get(limits.session, 0) - limits.live
+                if left > 0:
+                    self._live[limits.session] = left
+                else:
+                    self._live.pop(limits.session, None)
+                self._live_total -= limits.live
+                limits.live = 0
+        self.add(session, tokens)
+
+    def in_flight(self, session: str | None = None) -> int:
+        """Tokens of running messages not yet in the day's counters (of one session, or of all)."""
+        return self._live_total if session is None else self._live.get(session, 0)
 
     def add(self, session: str, tokens: int) -> None:
         """Count a finished turn's tokens (its model calls, subagents, compaction), once."""
