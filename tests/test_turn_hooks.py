@@ -67,7 +67,8 @@ async def test_todo_reminder_only_when_the_list_changed(scripted_llm, make_chat)
 
 
 async def test_bash_paths_through_the_loop(scripted_llm, make_chat):
-    settings = make_settings(scripted_llm, bash={"enable": True, "blacklist": [r"^rm\s"], "whitelist": [r"^echo\b"]})
+    settings = make_settings(scripted_llm, bash={"enable": True, "blacklist": [r"^rm\s"], "whitelist": [r"^echo\b"]},
+                             approval={"self_approve_in_private": True})  # the prompt in the requester's chat
     chat = await make_chat(settings, approval_timeout_sec=0.3)
     scripted_llm.script([Calls([("bash", {"command": "echo hi"}), ("bash", {"command": "echo x; rm -rf /tmp/nothing"}),
                                 ("bash", {"command": "pwd"})]), Reply("ran")])
