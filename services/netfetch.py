@@ -5,10 +5,10 @@ Each hop must be http(s) and its host a public address (`netguard.public_target`
 the address that was checked) unless the caller's feature allows private hosts; redirects are followed by
 hand, at most `MAX_REDIRECTS`. An operator-configured endpoint (`trusted`: meme.url, web.reader_url) is
 the operator's choice and may be on the LAN: its host is not checked, but a redirect to another host is.
-The body is streamed and cut at `max_bytes` (a Content-Length above it is refused before reading), no
-compressed body is accepted (the bytes counted are the bytes kept), and the whole download has one
-deadline, so a server that trickles bytes is cut too. Every failure is a `FetchError` whose text names the
-URL or host and can be shown to the model as it is.
+The body is streamed and cut at `max_bytes` of what is kept (a Content-Length above it is refused before
+reading; a compressed body is counted as decoded), and the whole download has one deadline, so a server
+that trickles bytes is cut too. Every failure is a `FetchError` whose text names the URL or host and can
+be shown to the model as it is.
 """
 
 from __future__ import annotations
@@ -130,14 +130,15 @@ async def _target(url: str, guard: Guard, trusted_host: str | None) -> Target:
 
 
 async def _body(resp: httpx.Response, max_bytes: int) -> bytes:
-    if resp.headers.get("content-encoding", "identity").lower() not in ("identity", ""):
-        raise FetchError("the server sent a compressed body although none was asked for")
+    """The body, decoded (a server may compress although identity was asked) and cut at `max_bytes` of
+    what is kept, so a small compressed bomb cannot grow past the cap either."""
+    encoded = resp.headers.get("content-encoding", "identity").lower() not in ("identity", "")
     length = resp.headers.get("content-length", "")
-    if length.isdigit() and int(length) > max_bytes:
+    if not encoded and length.isdigit() and int(length) > max_bytes:
         raise TooLarge(max_bytes)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in resp.aiter_raw():
+    async for chunk in resp.aiter_bytes():
         size += len(chunk)
         if size > max_bytes:
             raise TooLarge(max_bytes)
