@@ -101,12 +101,15 @@ async def fetch(url: str, guard: Guard, *, trusted: bool = False, headers: dict[
 async def _fetch(url: str, guard: Guard, trusted_host: str | None, headers: dict[str, str],
                  ok_statuses: range) -> Fetched:
     sent = {**headers, "Accept-Encoding": "identity"}
+    first_host = host_of(url)
     async with httpx.AsyncClient(follow_redirects=False, timeout=guard.timeout_sec) as client:
         for hop in range(MAX_REDIRECTS + 1):
             parts = urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.netloc:
                 raise FetchError(f"refused to follow a redirect to {url[:200]}: only http and https are allowed"
                                  if hop else f"not an http(s) URL: {url[:200]}")
+            if host_of(url) != first_host:  # a key for the endpoint is not for the host it redirects to
+                sent = {k: v for k, v in sent.items() if k.lower() not in ("authorization", "cookie")}
             to = await _target(url, guard, trusted_host)
             async with client.stream("GET", to.url, headers={**sent, **to.headers},
                                      extensions=to.extensions) as resp:

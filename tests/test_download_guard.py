@@ -162,3 +162,20 @@ async def test_a_page_read_without_a_reader_goes_through_the_guard(scripted_llm,
         assert tool_results(scripted_llm) == [
             f"Error: reading {url} failed: {refusal(url, 'web.allow_private_hosts')}"]
         assert paths(web) == []
+
+
+async def test_the_jina_key_goes_to_the_reader_only(scripted_llm, make_chat, web):
+    """Not to a page fetched directly, nor to the host a redirect leads to (both allowed here)."""
+    port = web.base.rsplit(":", 1)[1]
+    web.routes["/page"] = Route(b"page text")
+    web.prefixes["/read/"] = Route(b"", status=302, location=f"http://localhost:{port}/page")
+    key = "jina-secret-key"
+    for reader in (web.url("/read/"), ""):
+        scripted_llm.reset()
+        chat = await make_chat(make_settings(scripted_llm, web={"reader_url": reader, "jina_api_key": key,
+                                                                "allow_private_hosts": True}))
+        scripted_llm.script([Calls([("webExplore", {"url": web.url("/page")})]), Reply("done")])
+        await chat.say(f"f:u{len(reader)}", "u1", "read it")
+        assert tool_results(scripted_llm) == ["page text"]
+    sent = {path: headers.get("Authorization") for path, headers in web.requests}
+    assert sent == {f"/read/{web.url('/page')}": f"Bearer {key}", "/page": None}, sent

@@ -24,10 +24,11 @@ MAX_RUNES = 8000
 MAX_BYTES = 4 * 1024 * 1024  # an answer is cut at 8000 runes anyway
 
 
-def _headers(ctx: RunContext) -> dict[str, str]:
+def _headers(ctx: RunContext, *, to_endpoint: bool) -> dict[str, str]:
+    """The key goes only to the operator's endpoint, never to a page fetched directly."""
     headers = {"Accept": "text/plain", "X-Retain-Images": "none"}
     key = ctx.services.settings.web.jina_api_key
-    if key:
+    if key and to_endpoint:
         headers["Authorization"] = f"Bearer {key}"
     return headers
 
@@ -37,7 +38,8 @@ async def _get(ctx: RunContext, what: str, url: str, *, trusted: bool) -> str:
     web = ctx.services.settings.web
     guard = Guard(MAX_BYTES, web.timeout_sec, web.allow_private_hosts, "web.allow_private_hosts")
     try:
-        response = await fetch(url, guard, trusted=trusted, headers=_headers(ctx), ok_statuses=range(200, 600))
+        response = await fetch(url, guard, trusted=trusted, headers=_headers(ctx, to_endpoint=trusted),
+                               ok_statuses=range(200, 600))
     except TimedOut:
         raise ToolError(f"{what} timed out after {web.timeout_sec:g} s (web.timeout_sec); try again or another "
                         "source") from None
