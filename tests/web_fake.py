@@ -22,6 +22,7 @@ class Route:
     content_type: str = "text/plain; charset=utf-8"
     delay: float = 0.0
     location: str = ""  # a redirect's target
+    encoding: str = ""  # Content-Encoding of `body` (already encoded)
 
 
 class WebFake:
@@ -42,6 +43,8 @@ class WebFake:
                     self.send_header("Content-Type", route.content_type)
                     if route.location:
                         self.send_header("Location", route.location)
+                    if route.encoding:
+                        self.send_header("Content-Encoding", route.encoding)
                     self.send_header("Content-Length", str(len(route.body)))
                     self.end_headers()
                     self.wfile.write(route.body)
