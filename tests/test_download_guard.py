@@ -186,11 +186,11 @@ async def test_a_compressed_image_is_capped_at_its_decoded_size(scripted_llm, ma
     """11 KB of gzip that would unpack to 11 MB, sent although identity was asked: cut at 10 MB."""
     web.routes["/bomb.png"] = Route(gzip.compress(b"\0" * (11 << 20)), content_type="image/png", encoding="gzip")
     web.routes["/small.png"] = Route(gzip.compress(PNG_1X1), content_type="image/png", encoding="gzip")
-    for image, want in (("/bomb.png", 'found memes for "cat" but none could be sent: the download is larger '
+    for path, want in (("/bomb.png", 'found memes for "cat" but none could be sent: the download is larger '
                                       "than 10 MB"), ("/small.png", 'Sent 1 meme image(s) for "cat"')):
         scripted_llm.reset()
-        meme = {**meme_api(web, web.url(image)), "allow_private_hosts": True}
+        meme = {**meme_api(web, web.url(path)), "allow_private_hosts": True}
         chat = await make_chat(make_settings(scripted_llm, meme=meme))
         scripted_llm.script([Calls([("meme", {"msg": "cat"})]), Reply("done")])
-        await chat.say(f"g:{len(image)}", "u1", "meme please")  # a session per image
+        await chat.say(f"g:{len(path)}", "u1", "meme please")  # a session per image
         assert want in tool_results(scripted_llm)[-1]
