@@ -185,6 +185,11 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         if args.cmd == "fake-llm":
             return _fake_llm(args.port, args.script)
+        if args.cmd in ("logs", "sessions", "kb"):  # they may write the stores: private, like the bot's files
+            from services.config import Paths
+            from services.datadir import make_private
+
+            make_private(Paths.from_env().data_dir, create=False)
         if args.cmd == "logs":
             return logs_cli.run(args)
         if args.cmd == "sessions" and args.action not in ("list", "show"):

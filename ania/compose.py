@@ -21,6 +21,7 @@ from services.commands import CommandStore
 from services.config import Paths, Settings
 from services.config_edit import ConfigEditor
 from services.container import Services
+from services.datadir import make_private
 from services.hooks import HookManager, HookRunner
 from services.images import ImageShelf
 from services.knowledge import KnowledgeService
@@ -87,6 +88,7 @@ async def build_services(
 ) -> Services:
     """Build every service; whatever needs closing is registered on `stack` (closed in reverse order).
     `outboxes` carries the attached platforms over a /reboot."""
+    make_private(paths.data_dir)  # before anything is created there: the stores hold every chat
     store = AppStore(paths.data_dir / "ania.db")
     stack.callback(store.close)
     shared = SharedExecutor(builtin_tools(settings, paths))

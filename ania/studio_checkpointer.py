@@ -16,6 +16,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from checkpoints.factory import open_checkpointer
 from services.config import Paths
+from services.datadir import make_private
 
 #: KV key (app store) of the session a Studio thread copies.
 STUDIO_THREAD = "studio_thread:"
@@ -29,5 +30,7 @@ def studio_thread_id(session_key: str) -> str:
 
 @asynccontextmanager
 async def checkpointer() -> AsyncIterator[BaseCheckpointSaver]:
-    async with open_checkpointer(Paths.from_env().data_dir) as saver:
+    data_dir = Paths.from_env().data_dir
+    make_private(data_dir)  # the Studio server writes checkpoints.db too: private to its user like the bot's
+    async with open_checkpointer(data_dir) as saver:
         yield saver

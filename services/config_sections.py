@@ -242,6 +242,8 @@ class OneBotSettings(BaseModel):
     shutdown_grace_sec: float = Field(
         30.0, ge=0, le=600, description="On SIGINT/SIGTERM, how long running turns may finish before they are stopped"
     )
+    allow_private_hosts: bool = Field(
+        False, description="load_images may download an image segment's URL on loopback or a private network")
 
 
 class WebSettings(BaseModel):
@@ -252,6 +254,8 @@ class WebSettings(BaseModel):
     search_url: str = Field("https://s.jina.ai/", description="webSearch endpoint (Jina search API or compatible)")
     reader_url: str = Field("https://r.jina.ai/", description="webExplore endpoint (Jina reader or a self-hosted one)")
     timeout_sec: float = Field(30.0, gt=0, le=300, description="Deadline of one web request")
+    allow_private_hosts: bool = Field(
+        False, description="webExplore without a reader, and redirects, may reach loopback or private-network hosts")
 
 
 class MemeSettings(BaseModel):
@@ -266,6 +270,8 @@ class MemeSettings(BaseModel):
     list_path: str = Field("data", description="GJSON path of the result list in the response")
     img_field: str = Field("images.fixed_width.url", description="GJSON path of the image URL inside one result")
     timeout_sec: float = Field(20.0, gt=0, le=300, description="Deadline of the search and of each image download")
+    allow_private_hosts: bool = Field(
+        False, description="meme may download images from loopback or private-network addresses the API names")
 
 
 class FilesSettings(BaseModel):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import base64
 import itertools
 
-import httpx
-
 from services.config import Settings
 from services.lru import LRU
+from services.netfetch import FetchError as FetchError  # the image paths catch the guard's error family
+from services.netfetch import Guard, fetch
 
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 IMAGES_PER_SESSION = 16
@@ -59,36 +59,10 @@ def data_url(b64: str) -> str:
     return f"data:{b64_mime(b64)};base64,{b64}"
 
 
-class FetchError(Exception):
-    """A download failed; the text says why in words a user can act on."""
-
-
-async def fetch_bytes(url: str, timeout: float, max_bytes: int = MAX_IMAGE_BYTES,
-                      headers: dict[str, str] | None = None) -> bytes:
-    """GET `url` (http/https only), at most `max_bytes`; FetchError on any failure."""
-    if not url.lower().startswith(("http://", "https://")):
-        raise FetchError(f"not an http(s) URL: {url[:100]}")
-    try:
-        async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client, \
-                client.stream("GET", url, headers=headers) as response:
-            if response.status_code >= 400:
-                raise FetchError(f"HTTP {response.status_code} from {_host(url)}")
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > max_bytes:
-                    raise FetchError(f"larger than {max_bytes // (1024 * 1024)} MB")
-                chunks.append(chunk)
-            return b"".join(chunks)
-    except httpx.TimeoutException:
-        raise FetchError(f"no answer from {_host(url)} within {timeout:g} s") from None
-    except httpx.HTTPError as e:
-        raise FetchError(f"{type(e).__name__} for {_host(url)}") from None
-
-
-def _host(url: str) -> str:
-    return httpx.URL(url).host or url[:60]
+async def fetch_bytes(url: str, timeout: float, *, private_ok: bool = False, setting: str = "") -> bytes:
+    """An image at `url` (http/https only, at most MAX_IMAGE_BYTES) through the address guard
+    (services/netfetch.py): a URL from a member, the model or an API answer; FetchError on any failure."""
+    return (await fetch(url, Guard(MAX_IMAGE_BYTES, timeout, private_ok, setting))).body
 
 
 class ImageShelf:

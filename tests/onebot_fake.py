@@ -79,6 +79,7 @@ class FakeOneBot:
         self.sent_to: dict[str, asyncio.Event] = {}  # session key → set on each message sent there
         self.uploads: list[dict[str, Any]] = []
         self.files: dict[str, str] = {}  # file_id → URL
+        self.images: dict[str, dict[str, str]] = {}  # an image segment's file → get_image's answer
         self.messages: dict[int, dict[str, Any]] = {}
         self.hang: set[str] = set()
         self.fail: dict[str, int] = {}
@@ -208,6 +209,8 @@ class FakeOneBot:
             return {"file_id": f"file-{len(self.uploads)}"}
         if action in ("get_private_file_url", "get_group_file_url"):
             return {"url": self.files[p["file_id"]]}
+        if action == "get_image":  # what the implementation downloaded for an image segment's `file`
+            return self.images[p["file"]]
         raise KeyError(action)
 
     def _store(self, kind: str, user_id: int, name: str, message: Any, group_id: Any = None,

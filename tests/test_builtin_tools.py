@@ -99,7 +99,7 @@ async def test_meme_gjson_paths_image_sent_to_the_chat(scripted_llm, make_chat, 
         {"media": [{"url": web.url("/img/1.png")}]}, {"media": [{"url": "ftp://nope"}]}]}}).encode(),
         content_type="application/json")
     meme = {"url": web.url("/api?q=${msg}&n=${num}&k=${key}"), "key": "mk", "list_path": "payload.items",
-            "img_field": "media.0.url"}
+            "img_field": "media.0.url", "allow_private_hosts": True}  # the images are on 127.0.0.1
     chat = await make_chat(make_settings(scripted_llm, meme=meme))
     scripted_llm.script([Calls([("meme", {"msg": "happy cat", "num": 2})]), Reply("enjoy")])
     out = await chat.say("g:1", "u1", "meme please")

@@ -108,7 +108,7 @@ async def test_stop_in_the_group_without_an_at(bot, scripted_llm):
 
 async def test_image_in_load_images_sends_image_parts_when_llm_vision(bot, scripted_llm, web):
     web.routes["/cat.png"] = Route(PNG_1X1, content_type="image/png")
-    b = await bot(llm={"vision": True})
+    b = await bot(llm={"vision": True}, onebot={"allow_private_hosts": True})  # the image is on 127.0.0.1
     scripted_llm.script([Calls([("load_images", {})]), Reply("a tiny cat")])
     await b.fake.group_message(555, 42, [at(BOT), text(" what is this?"), image(web.url("/cat.png"))])
     await b.fake.wait_for(lambda: "a tiny cat" in b.fake.texts())
@@ -123,7 +123,7 @@ async def test_image_in_load_images_sends_image_parts_when_llm_vision(bot, scrip
 
 async def test_load_images_of_the_quoted_message(bot, scripted_llm, web):
     web.routes["/a.png"] = Route(PNG_1X1, content_type="image/png")
-    b = await bot(llm={"vision": True})
+    b = await bot(llm={"vision": True}, onebot={"allow_private_hosts": True})
     earlier = await b.fake.group_message(555, 43, [image(web.url("/a.png"))])
     scripted_llm.script([Calls([("load_images", {})]), Reply("seen")])
     await b.fake.group_message(555, 42, [reply(earlier), at(BOT), text(" what is in that picture?")])
@@ -196,7 +196,7 @@ async def test_meme_goes_out_as_a_base64_image_segment(bot, scripted_llm, web):
     web.routes["/m.png"] = Route(PNG_1X1, content_type="image/png")
     web.routes["/api"] = Route(b'{"data": [{"images": {"fixed_width": {"url": "%s"}}}]}' % web.url("/m.png").encode(),
                                content_type="application/json")
-    b = await bot(meme={"url": web.url("/api?q=${msg}&key=${key}"), "key": "k"})
+    b = await bot(meme={"url": web.url("/api?q=${msg}&key=${key}"), "key": "k", "allow_private_hosts": True})
     scripted_llm.script([Calls([("meme", {"msg": "cat"})]), Reply("meow")])
     await b.fake.group_message(555, 42, [at(BOT), text(" a cat meme please")])
     await b.fake.wait_for(lambda: "meow" in b.fake.texts())

@@ -81,7 +81,7 @@ async def test_install_from_a_zip_url_then_list_and_read_it(scripted_llm, make_c
     pdf = installed_dir(tmp_path) / "pdf-forms"
     assert sorted(p.relative_to(pdf).as_posix() for p in pdf.rglob("*") if p.is_file()) == [
         "LICENSE.txt", "SKILL.md", "reference.md", "scripts/list_fields.py"]
-    assert oct((pdf / "scripts" / "list_fields.py").stat().st_mode & 0o777) == "0o644"
+    assert oct((pdf / "scripts" / "list_fields.py").stat().st_mode & 0o777) == "0o600"  # private, no exec bit
     assert ops(chat) == [{"actor": "admin", "action": "install", "source": url, "ok": True,
                           "skills": ["brand-voice", "pdf-forms", "template-skill"], "approved_by": "admin2"}]
     # Listed in the next request's system prompt, then byte-stable; the model reads it.

@@ -21,6 +21,8 @@ class Route:
     status: int = 200
     content_type: str = "text/plain; charset=utf-8"
     delay: float = 0.0
+    location: str = ""  # a redirect's target
+    encoding: str = ""  # Content-Encoding of `body` (already encoded)
 
 
 class WebFake:
@@ -39,6 +41,10 @@ class WebFake:
                 try:
                     self.send_response(route.status)
                     self.send_header("Content-Type", route.content_type)
+                    if route.location:
+                        self.send_header("Location", route.location)
+                    if route.encoding:
+                        self.send_header("Content-Encoding", route.encoding)
                     self.send_header("Content-Length", str(len(route.body)))
                     self.end_headers()
                     self.wfile.write(route.body)

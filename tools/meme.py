@@ -4,6 +4,8 @@
 (`meme.key`); `meme.list_path` and `meme.img_field` are GJSON paths to the result list and, inside one
 result, to the image URL. Any API that answers with a list of image URLs fits; the default is GIPHY
 stickers. A template that needs `${key}` with no key configured gets an instruction, not the upstream 401.
+The image URLs come from the API's answer, so they go through the address guard (services/netfetch.py):
+loopback and private-network hosts are refused unless `meme.allow_private_hosts` is on.
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ from typing import Any
 from urllib.parse import quote
 
 import gjson
-import httpx
 from pydantic import BaseModel, Field
 
 from services.context import RunContext
 from services.errors import ToolError
-from services.images import FetchError, fetch_bytes, sniff_mime
+from services.images import fetch_bytes, sniff_mime
+from services.netfetch import FetchError, Guard, TimedOut, fetch
 from tools.base import Tool
 
+MAX_API_BYTES = 2 * 1024 * 1024
+SETTING = "meme.allow_private_hosts"
 NO_KEY = ("the meme API needs a key: meme.url contains ${key} but meme.key is not set. An admin can get a free "
           "GIPHY API key at developers.giphy.com and set meme.key (or ANIA_MEME__KEY), or point meme.url at an "
           "API without a key")
@@ -69,19 +73,19 @@ class MemeTool(Tool[MemeParams]):
         if not msg:
             raise ToolError("msg is empty: say what the meme should be about")
         url = build_url(s.url, msg, args.num, s.key)
-        try:
-            async with httpx.AsyncClient(timeout=s.timeout_sec, follow_redirects=True) as client:
-                response = await client.get(url)
-        except httpx.TimeoutException:
+        try:  # meme.url is the operator's (it may be on the LAN); a redirect to another host is checked
+            response = await fetch(url, Guard(MAX_API_BYTES, s.timeout_sec, s.allow_private_hosts, SETTING),
+                                   trusted=True, ok_statuses=range(200, 600))
+        except TimedOut:
             raise ToolError(f"the meme API did not answer within {s.timeout_sec:g} s") from None
-        except httpx.HTTPError as e:
-            raise ToolError(f"the meme API could not be reached ({type(e).__name__})") from None
-        if response.status_code in (401, 403):
-            raise ToolError(f"the meme API refused the request (HTTP {response.status_code}): check meme.key")
-        if response.status_code >= 400:
-            raise ToolError(f"the meme API failed: HTTP {response.status_code}")
+        except FetchError as e:
+            raise ToolError(f"the meme API could not be reached ({e})") from None
+        if response.status in (401, 403):
+            raise ToolError(f"the meme API refused the request (HTTP {response.status}): check meme.key")
+        if response.status >= 400:
+            raise ToolError(f"the meme API failed: HTTP {response.status}")
         try:
-            doc = response.json()
+            doc = json.loads(response.body)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise ToolError("the meme API did not answer with JSON (check meme.url)") from None
         urls = image_urls(doc, s.list_path, s.img_field)
@@ -90,7 +94,8 @@ class MemeTool(Tool[MemeParams]):
         sent, problems = 0, []
         for image_url in urls[: args.num]:
             try:
-                data = await fetch_bytes(image_url, s.timeout_sec)
+                data = await fetch_bytes(image_url, s.timeout_sec, private_ok=s.allow_private_hosts,
+                                         setting=SETTING)
             except FetchError as e:
                 problems.append(str(e))
                 continue

@@ -3,45 +3,52 @@
 The endpoints are settings (`web.search_url`, `web.reader_url`), so a self-hosted reader works and the
 tests point them at 127.0.0.1. `web.jina_api_key` is optional. Results are cut at 8000 runes; a failure
 (an HTTP error, a timeout, a bad URL) is a clear tool result, never an exception the user sees.
+The endpoints are the operator's (they may be on the LAN); the page's URL goes to the reader as text. A
+redirect to another host, and a page fetched directly (`web.reader_url = ""`), go through the address
+guard (services/netfetch.py) unless `web.allow_private_hosts` is on.
 """
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
-import httpx
 from pydantic import BaseModel, Field
 
 from services.context import RunContext
 from services.errors import ToolError
 from services.mcp.convert import truncate
+from services.netfetch import FetchError, Guard, TimedOut, fetch, host_of
 from tools.base import Tool
 
 MAX_RUNES = 8000
+MAX_BYTES = 4 * 1024 * 1024  # an answer is cut at 8000 runes anyway
 
 
-def _headers(ctx: RunContext) -> dict[str, str]:
+def _headers(ctx: RunContext, *, to_endpoint: bool) -> dict[str, str]:
+    """The key goes only to the operator's endpoint, never to a page fetched directly."""
     headers = {"Accept": "text/plain", "X-Retain-Images": "none"}
     key = ctx.services.settings.web.jina_api_key
-    if key:
+    if key and to_endpoint:
         headers["Authorization"] = f"Bearer {key}"
     return headers
 
 
-async def _get(ctx: RunContext, what: str, url: str) -> str:
-    timeout = ctx.services.settings.web.timeout_sec
+async def _get(ctx: RunContext, what: str, url: str, *, trusted: bool) -> str:
+    """GET `url`; `trusted` when its host is the operator's endpoint (a redirect elsewhere is still checked)."""
+    web = ctx.services.settings.web
+    guard = Guard(MAX_BYTES, web.timeout_sec, web.allow_private_hosts, "web.allow_private_hosts")
     try:
-        async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
-            response = await client.get(url, headers=_headers(ctx))
-    except httpx.TimeoutException:
-        raise ToolError(f"{what} timed out after {timeout:g} s (web.timeout_sec); try again or another source") \
-            from None
-    except httpx.HTTPError as e:
-        raise ToolError(f"{what} failed: {type(e).__name__} reaching {httpx.URL(url).host}") from None
-    if response.status_code == 401 and not ctx.services.settings.web.jina_api_key:
+        response = await fetch(url, guard, trusted=trusted, headers=_headers(ctx, to_endpoint=trusted),
+                               ok_statuses=range(200, 600))
+    except TimedOut:
+        raise ToolError(f"{what} timed out after {web.timeout_sec:g} s (web.timeout_sec); try again or another "
+                        "source") from None
+    except FetchError as e:
+        raise ToolError(f"{what} failed: {e}") from None
+    if response.status == 401 and not web.jina_api_key:
         raise ToolError(f"{what} was refused (HTTP 401): set web.jina_api_key")
-    if response.status_code >= 400:
-        raise ToolError(f"{what} failed: HTTP {response.status_code} from {httpx.URL(url).host}")
+    if response.status >= 400:
+        raise ToolError(f"{what} failed: HTTP {response.status} from {host_of(url)}")
     text = response.text.strip()
     return truncate(text, MAX_RUNES) if text else f"({what} returned no text)"
 
@@ -61,7 +68,7 @@ class WebSearchTool(Tool[SearchParams]):
             raise ToolError("the query is empty")
         base = ctx.services.settings.web.search_url
         sep = "&" if "?" in base else "?"
-        return await _get(ctx, "the web search", f"{base}{sep}q={quote(query)}")
+        return await _get(ctx, "the web search", f"{base}{sep}q={quote(query)}", trusted=True)
 
 
 class ExploreParams(BaseModel):
@@ -77,7 +84,8 @@ class WebExploreTool(Tool[ExploreParams]):
         url = args.url.strip()
         if not url.lower().startswith(("http://", "https://")):
             raise ToolError(f"not an http(s) URL: {url[:200]!r}")
-        return await _get(ctx, f"reading {url[:200]}", ctx.services.settings.web.reader_url + url)
+        reader = ctx.services.settings.web.reader_url  # empty: the page is fetched directly, through the guard
+        return await _get(ctx, f"reading {url[:200]}", reader + url, trusted=bool(reader))
 
 
 def web_tools() -> list[Tool]:

@@ -92,7 +92,7 @@ def check_entries(infos: list[zipfile.ZipInfo], limits: Limits) -> list[tuple[zi
 def _write(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, written: int, max_bytes: int) -> int:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(dest, flags, 0o644)
+        fd = os.open(dest, flags, 0o600)  # no mode from the archive (no setuid, no exec); private like all data
     except FileExistsError:
         raise SkillError(f'archive entry "{info.filename[:120]}" appears twice') from None
     with os.fdopen(fd, "wb") as out, zf.open(info) as src:

@@ -23,6 +23,7 @@ from ania.platforms.onebot.message import Segment, split_text, text
 from services.config import OneBotSettings
 from services.images import MAX_IMAGE_BYTES, FetchError, fetch_bytes
 from services.lru import LRU
+from services.netfetch import Refused
 
 log = logging.getLogger(__name__)
 
@@ -155,14 +156,33 @@ class Outbound:
         return data if isinstance(data, dict) else None
 
     async def image_bytes(self, seg: Segment) -> bytes:
-        """An image segment's bytes: its URL, an inline base64 file, or the implementation's get_image."""
-        timeout = self._settings().api_timeout_sec
+        """An image segment's bytes: its URL, an inline base64 file, or the implementation's get_image.
+
+        The segment's URL may be written by a member (a CQ code), so it goes through the address guard
+        (loopback and private hosts refused unless onebot.allow_private_hosts); when it is refused and the
+        segment names a file, the implementation is asked for it instead. What get_image answers comes
+        from the trusted peer, which may well serve its own files from 127.0.0.1."""
+        settings = self._settings()
+        timeout = settings.api_timeout_sec
         file = seg.get("file")
         if file.startswith("base64://"):
             return base64.b64decode(file[len("base64://"):])
-        url = seg.get("url") or (file if file.lower().startswith(("http://", "https://")) else "")
+        is_url = file.lower().startswith(("http://", "https://"))
+        url = seg.get("url") or (file if is_url else "")
         if url:
-            return await fetch_bytes(url, timeout)
+            try:
+                return await fetch_bytes(url, timeout, private_ok=settings.allow_private_hosts,
+                                         setting="onebot.allow_private_hosts")
+            except Refused as refused:
+                if not file or is_url:
+                    raise
+                try:
+                    return await self._get_image(file, timeout)
+                except FetchError:
+                    raise refused from None
+        return await self._get_image(file, timeout)
+
+    async def _get_image(self, file: str, timeout: float) -> bytes:
         try:
             data = await self.conn.call("get_image", {"file": file})
         except OneBotError as e:
@@ -171,7 +191,7 @@ class Outbound:
             if data.get("base64"):
                 return base64.b64decode(str(data["base64"]))
             if data.get("url"):
-                return await fetch_bytes(str(data["url"]), timeout)
+                return await fetch_bytes(str(data["url"]), timeout, private_ok=True)
             local = _read_local(str(data.get("file") or ""))
             if local is not None:
                 return local
