@@ -112,11 +112,11 @@ def _parser() -> argparse.ArgumentParser:
 
 class ServeHelp(argparse.RawDescriptionHelpFormatter):
     """`serve --help` ends with the [onebot] settings, written from their descriptions in
-    services/config_sections.py (imported only when this help is printed, so `--help` stays light)."""
+    services/config_platform.py (imported only when this help is printed, so `--help` stays light)."""
 
     def format_help(self) -> str:
         from services.config_check import section_help
-        from services.config_sections import OneBotSettings
+        from services.config_platform import OneBotSettings
 
         return super().format_help() + "\n" + section_help("onebot", OneBotSettings) + "\n"
 

@@ -37,6 +37,7 @@ from services.config_check import (
     unknown_in_env,
     unknown_in_file,
 )
+from services.config_platform import FilesSettings, MemeSettings, OneBotSettings, WebSettings
 from services.config_sections import (
     AgentSettings,
     ApprovalSettings,
@@ -44,19 +45,15 @@ from services.config_sections import (
     BotSettings,
     ClockSettings,
     EmbeddingSettings,
-    FilesSettings,
     KnowledgeSettings,
     LLMSettings,
     LogsSettings,
     MCPSettings,
-    MemeSettings,
-    OneBotSettings,
     QuotaSettings,
     SkillsSettings,
     SubagentSettings,
     ToggleSettings,
     VisionSettings,
-    WebSettings,
 )
 from services.errors import ConfigError
 

@@ -172,8 +172,8 @@ def test_sigint_stops_it_even_when_started_as_a_background_job(tmp_path):
 
 def test_serve_help_lists_the_onebot_settings_from_their_descriptions(tmp_path):
     """`serve --help` named none of the settings it uses; now each [onebot] key, its variable and its
-    description (read from services/config_sections.py, so it cannot drift)."""
-    from services.config_sections import OneBotSettings
+    description (read from services/config_platform.py, so it cannot drift)."""
+    from services.config_platform import OneBotSettings
 
     done = ania("serve", "--help", env=clean_env(tmp_path))
     assert done.returncode == 0 and done.stderr == ""

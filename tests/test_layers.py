@@ -14,6 +14,7 @@ PACKAGES = ("ania", "graphs", "nodes", "tools", "services", "checkpoints")
 
 #: The bottom layer: the tool abstraction, schemas, the tool registry, typed settings, the errors.
 LAYER_0 = {"tools.base", "tools.schema", "tools.registry", "services.config", "services.config_sections",
+           "services.config_platform",
            "services.config_check", "services.errors"}
 #: Layers by package (DESIGN: 5 runtime, 4 graphs, 3 nodes, 2 tools, 1 services and persistence).
 LAYERS = {"ania": 5, "graphs": 4, "nodes": 3, "tools": 2, "services": 1, "checkpoints": 1}
