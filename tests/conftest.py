@@ -116,3 +116,14 @@ async def bot(tmp_path: Path, scripted_llm: ScriptedOpenAI) -> AsyncIterator[Cal
     yield factory
     for b in bots:
         await b.close()
+
+
+@pytest.fixture
+def web() -> Any:
+    """A local web server (tests/web_fake.py) for images, pages and APIs; the MCP tests' own `web` fixtures
+    (an MCP server over HTTP) override it in their modules."""
+    from tests.web_fake import WebFake
+
+    server = WebFake().start()
+    yield server
+    server.stop()

@@ -22,12 +22,6 @@ IMAGE_SERVER = str(Path(__file__).parent / "mcp_servers" / "image_server.py")
 PNG_B64 = base64.b64encode(PNG_1X1).decode()
 
 
-@pytest.fixture
-def web():
-    server = WebFake().start()
-    yield server
-    server.stop()
-
 
 def tool_results(llm: ScriptedOpenAI) -> list[str]:
     """Every tool result of the conversation so far, as the last request carried them."""

@@ -15,22 +15,12 @@ from typing import Any
 
 import pytest
 
-from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
+from ania.fakes.openai_server import Calls, Reply
 from tests.conftest import make_settings
 from tests.onebot_fake import at, image, text
 from tests.onebot_helpers import BOT
+from tests.test_builtin_tools import tool_results
 from tests.web_fake import PNG_1X1, Route, WebFake
-
-
-@pytest.fixture
-def web():
-    server = WebFake().start()
-    yield server
-    server.stop()
-
-
-def tool_results(llm: ScriptedOpenAI) -> list[str]:
-    return [m["content"] for m in llm.requests[-1].messages if m["role"] == "tool"]
 
 
 def paths(web: WebFake) -> list[str]:

@@ -8,19 +8,10 @@ import asyncio
 import base64
 import re
 
-import pytest
-
 from ania.fakes.openai_server import Calls, Reply
 from tests.onebot_fake import FakeOneBot, at, image, reply, text
 from tests.onebot_helpers import ADMIN, BOT
-from tests.web_fake import PNG_1X1, Route, WebFake
-
-
-@pytest.fixture
-def web():
-    server = WebFake().start()
-    yield server
-    server.stop()
+from tests.web_fake import PNG_1X1, Route
 
 
 async def test_group_at_mention_is_answered_quoting_the_message_with_sender_name_and_id(bot):

@@ -17,7 +17,7 @@ from tests.onebot_helpers import ADMIN, BOT
 from tests.test_serve import ROOT, env_for
 from tests.test_terminal import ania
 from tests.test_terminal import env_for as terminal_env
-from tests.web_fake import PNG_1X1, Route, WebFake
+from tests.web_fake import PNG_1X1, Route
 
 #: A valid JSON text that no recursive decoder reads: it raised RecursionError out of the frame handler.
 NESTED = "[" * 200_000 + "]" * 200_000
@@ -81,12 +81,6 @@ def test_a_10_mb_line_and_a_custom_command_at_the_terminal_are_cut(scripted_llm,
     assert said[0] == "y" * 30_000 + "\n[message cut: 30000 of 10000000 characters]"
     assert said[1] == ("z" * 15_000 + " / " + "z" * 14_997 + "\n[message cut: 30000 of 45006 characters]")
 
-
-@pytest.fixture
-def web():
-    server = WebFake().start()
-    yield server
-    server.stop()
 
 
 SECRET = "the admin password is hunter2"
