@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
@@ -111,10 +112,12 @@ async def _sync(request: Request) -> JSONResponse:
     """Sets a copied session's thread values from its checkpoint, for GET /threads/{id} (ania sessions studio)."""
     from ania import studio_threads
 
-    body = json.loads(await request.body() or b"{}")
-    thread = str(body.get("thread_id", ""))
-    if not thread:
-        return JSONResponse({"detail": "thread_id is required"}, status_code=422)
+    try:
+        body = json.loads(await request.body() or b"{}")
+        thread = str(uuid.UUID(str(body["thread_id"])))
+    except (ValueError, TypeError, KeyError):  # not JSON, not an object, no thread_id, not a UUID
+        # Studio's threads are UUIDs: a session key (`g:123`) is never read here, nor is the graph built for it
+        return JSONResponse({"detail": "thread_id (a Studio thread's UUID) is required"}, status_code=422)
     return JSONResponse({"thread_id": thread, "synced": await studio_threads.sync_values(thread)})
 
 
