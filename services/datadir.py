@@ -6,9 +6,12 @@ stores and the -wal/-shm/lock files SQLite and we make next to them, Chroma's fi
 installed skills, the outbox, the clock's lock, files a sandboxed command writes) is 0600 / 0700, whoever
 creates it: SQLite and Chroma pick their own modes from the umask. It then tightens what an older start
 left readable by others (files lose their group and other bits, directories become 0700) and says so in
-one warning naming the directory. Child processes inherit the umask (a hook or an MCP server that must
-share a file sets its own); what the `ania` commands print goes to stdout, so an export redirected to a
-file gets the shell's umask, not ours.
+one warning naming the directory. That walk runs only while the directory itself is open to others: once
+it is 0700 nobody else can reach what is inside, so every later start (and /reboot, and each `ania logs`,
+`sessions`, `kb`) costs one stat, not a walk of a big Chroma store and workspace. The directory itself is
+tightened last, so a walk cut short is done again at the next start. Child processes inherit the umask
+(a hook or an MCP server that must share a file sets its own); what the `ania` commands print goes to
+stdout, so an export redirected to a file gets the shell's umask, not ours.
 """
 
 from __future__ import annotations
@@ -24,17 +27,22 @@ PRIVATE_UMASK = 0o077
 
 
 def make_private(data_dir: Path, *, create: bool = True) -> int:
-    """umask 0o077 for this process; `data_dir` created 0700 (with `create`) and tightened. Returns how
-    many entries were tightened (0 on a directory this version made)."""
+    """umask 0o077 for this process; `data_dir` created 0700 (with `create`) and, when it is open to others,
+    tightened with all it holds. Returns how many entries were tightened (0 on a directory this version made)."""
     os.umask(PRIVATE_UMASK)
     if create:
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if not data_dir.is_dir():
+    try:
+        st = data_dir.stat()  # a data directory that is a link to one is the directory it names
+    except OSError:
         return 0
-    tightened = _tighten(data_dir)
+    if not stat.S_ISDIR(st.st_mode) or not st.st_mode & 0o077:
+        return 0  # missing, or already closed to others: what is inside is out of their reach
+    tightened = 0
     for root, dirs, files in os.walk(data_dir):
         for name in (*dirs, *files):
             tightened += _tighten(Path(root) / name)
+    tightened += _tighten(data_dir.resolve())  # last: a walk cut short leaves it open, so the next start walks again
     if tightened:
         log.warning("the data directory %s had %d entries other users could read: made them private to this "
                     "user (files 0600, directories 0700)", data_dir, tightened)

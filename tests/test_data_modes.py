@@ -116,3 +116,28 @@ async def test_the_sandbox_still_uses_a_private_workspace(scripted_llm, make_cha
         assert loose_entries(tmp_path / "data") == []
     finally:
         os.umask(old)
+
+
+def test_the_walk_runs_only_while_the_data_dir_is_open_to_others(tmp_path, monkeypatch):
+    """Each start, /reboot and `ania logs|sessions|kb` calls make_private: on a 0700 directory (nobody else
+    can reach inside) it is one stat, not a walk of a big Chroma store and workspace."""
+    from services.datadir import make_private
+
+    data = tmp_path / "data"
+    (data / "workspace").mkdir(parents=True)
+    (data / "workspace" / "a.txt").write_text("x")
+    for path, mode in ((data, 0o755), (data / "workspace", 0o755), (data / "workspace" / "a.txt", 0o644)):
+        path.chmod(mode)
+    old = os.umask(USUAL_UMASK)
+    try:
+        assert make_private(data) == 3
+        assert loose_entries(data) == []
+
+        def no_walk(*_a: object, **_k: object) -> None:
+            raise AssertionError("walked a data directory that is already private")
+
+        monkeypatch.setattr(os, "walk", no_walk)
+        assert make_private(data) == 0
+        assert make_private(data, create=False) == 0
+    finally:
+        os.umask(old)
