@@ -3,9 +3,13 @@ subagents, the quota checked before every model call, and one fair limit on mode
 
 from __future__ import annotations
 
+import pytest
+
 from ania.fakes.openai_server import Calls, Reply
 from checkpoints.sessions import session_messages
+from services.errors import ToolError
 from services.teams import Member, Team
+from services.usage import MessageLimits
 from tests.clock_helpers import clock_settings, finished, runs_until
 from tests.onebot_fake import at, text
 from tests.onebot_helpers import ADMIN, BOT
@@ -171,3 +175,17 @@ async def test_a_team_run_is_one_call_and_an_exempt_admins_subagents_pass_the_qu
     assert len(requests_of(b.llm, "MEMBER-")) == 5 and len(requests_of(b.llm, "SUBTASK-")) == 3
     assert b.engine.services.quota.used("g:555").session > QUOTA  # exempt, and still counted (once)
     assert b.engine.services.quota.in_flight() == 0
+
+
+def test_a_call_id_an_earlier_reply_used_is_decided_by_its_own_reply():
+    """Some providers number tool calls per reply (call_0, call_1, ...): a refusal of round one must not
+    stick to the same id in round two, where it was admitted and counted."""
+    limits = MessageLimits("g:555")
+    calls = [{"name": "subagent_run", "id": f"call_{i}"} for i in range(3)]
+    limits.plan_round(calls, 2, 8)
+    with pytest.raises(ToolError, match="call 3 of this round"):
+        limits.admit("call_2", 8)
+    limits.plan_round(calls, 3, 8)  # the next reply: all three run
+    for call in calls:
+        limits.admit(call["id"], 8)
+    assert limits.started == 5

@@ -56,6 +56,10 @@ class MessageLimits:
                 continue
             call_id = str(call.get("id") or "")
             n += 1
+            # This reply decides its calls: an id an earlier reply used (a provider that numbers its calls
+            # per reply) keeps no decision of that reply.
+            self._admitted.discard(call_id)
+            self._refused.pop(call_id, None)
             if n > per_round:
                 self._refused[call_id] = ROUND_CAP.format(max=per_round, n=n)
             elif self.started >= per_message:
