@@ -119,17 +119,25 @@ async def test_a_second_chat_is_served_while_the_first_floods_and_the_limit_hold
     assert limiter.in_flight == 0 and limiter.waiting() == 0
 
 
-async def test_a_clock_run_is_capped_too(scripted_llm, make_chat):
-    """The async subagent_run of a clock run (tools/clock_subagents.py): the same caps, by the reply's order."""
-    chat = await make_chat(clock_settings(scripted_llm, subagent={"parent_reserve_sec": 2, "min_budget_sec": 1}))
+async def fan_out_task(scripted_llm, make_chat, prompt: str, subagents: int, marker: str, **settings):
+    """A member's (42) clock task in g:555 whose run asks for `subagents` async subagent_run calls at once;
+    returns the chat, its clock started."""
+    chat = await make_chat(clock_settings(scripted_llm, subagent={"parent_reserve_sec": 2, "min_budget_sec": 1},
+                                          **settings))
     clock = chat.engine.services.clock
     await clock.start()
     scripted_llm.respond_with(Router()
         .on("<subagent_results>", Reply("SYNTHESIS"))
-        .on("PROMPT-C", flood(12, "CLOCKSUB"), Reply("interim, never sent"))
-        .on("CLOCKSUB-", Reply("sub answer")))
-    clock.create("g:555", "42", "in 1s", "PROMPT-C fan out", name="fan", timeout_sec=20)
-    await runs_until(clock, "g:555", finished)
+        .on(prompt, flood(subagents, marker), Reply("interim, never sent"))
+        .on(f"{marker}-", Reply("sub answer")))
+    clock.create("g:555", "42", "in 1s", f"{prompt} fan out", name="fan", timeout_sec=20)
+    return chat
+
+
+async def test_a_clock_run_is_capped_too(scripted_llm, make_chat):
+    """The async subagent_run of a clock run (tools/clock_subagents.py): the same caps, by the reply's order."""
+    chat = await fan_out_task(scripted_llm, make_chat, "PROMPT-C", 12, "CLOCKSUB")
+    await runs_until(chat.engine.services.clock, "g:555", finished)
     results = tool_results(requests_of(scripted_llm, "PROMPT-C")[1])
     assert [r.split(" (budget")[0] for r in results[:4]] == [f"Started subagent s{i} in the background"
                                                              for i in range(1, 5)]
@@ -138,17 +146,8 @@ async def test_a_clock_run_is_capped_too(scripted_llm, make_chat):
 
 
 async def test_a_clock_run_and_its_subagents_stop_at_the_quota(scripted_llm, make_chat):
-    settings = clock_settings(scripted_llm, quota={"session_daily_tokens": QUOTA},
-                              subagent={"parent_reserve_sec": 2, "min_budget_sec": 1})
-    chat = await make_chat(settings)
-    clock = chat.engine.services.clock
-    await clock.start()
-    scripted_llm.respond_with(Router()
-        .on("<subagent_results>", Reply("SYNTHESIS"))
-        .on("PROMPT-Q", flood(4, "QSUB"), Reply("interim, never sent"))
-        .on("QSUB-", Reply("sub answer")))
-    clock.create("g:555", "42", "in 1s", "PROMPT-Q fan out", name="fan", timeout_sec=20)
-    [row] = await runs_until(clock, "g:555", lambda rows: finished(rows, "error"))
+    chat = await fan_out_task(scripted_llm, make_chat, "PROMPT-Q", 4, "QSUB", quota={"session_daily_tokens": QUOTA})
+    [row] = await runs_until(chat.engine.services.clock, "g:555", lambda rows: finished(rows, "error"))
     # The run's first request crossed the quota: its four subagents stopped before their first model call and
     # the synthesis was not asked; the run ended with the quota's words.
     assert len(scripted_llm.requests) == 1 and "daily token quota" in row.detail
