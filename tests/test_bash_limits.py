@@ -188,6 +188,21 @@ def test_as_a_normal_user_the_per_user_process_limit_binds(mode: str) -> None:  
     assert 1 <= started < 16 and "[process limit reached (bash.max_processes = 16)" in done.stdout, done.stdout
 
 
+def test_the_groups_counters_are_read_from_their_files(tmp_path: Path) -> None:
+    """pids.events and memory.oom_control / memory.events: the number after the key, 0 when absent."""
+    group = object.__new__(rlimits.cgroup.Group)  # no real cgroup: its files written here
+    v1, v2 = (rlimits.cgroup.Controller(n, tmp_path, v) for n, v in (("pids", False), ("memory", True)))
+    group.dirs = {"pids": (v1, tmp_path / "p"), "memory": (v2, tmp_path / "m")}
+    assert (group.pids_refused(), group.oom_kills()) == (0, 0)  # no files
+    (tmp_path / "p").mkdir()
+    (tmp_path / "m").mkdir()
+    (tmp_path / "p" / "pids.events").write_text("max 3\n")
+    (tmp_path / "m" / "memory.events").write_text("low 0\nhigh 0\nmax 5\noom 2\noom_kill 1\noom_group_kill 0\n")
+    assert (group.pids_refused(), group.oom_kills()) == (3, 1)
+    (tmp_path / "p" / "pids.events").write_text("max\n")
+    assert group.pids_refused() == 0
+
+
 def test_groups_a_killed_bot_left_behind_are_removed() -> None:
     pids = rlimits.cgroup.find("pids")
     if pids is None:

@@ -130,13 +130,13 @@ class Group:
         return ["/bin/sh", "-c", script, "ania-cgroup", *procs, "--", *argv]
 
     def _counter(self, name: str, v1_file: str, v2_file: str, key: str) -> int:
+        """The number after `key` in the group's flat-keyed file (`max 3`, `oom_kill 1`); 0 without it."""
         if name not in self.dirs:
             return 0
         c, d = self.dirs[name]
         words = _words(d / (v2_file if c.v2 else v1_file))
-        if key and key in words and words.index(key) + 1 < len(words):
-            return int(words[words.index(key) + 1])
-        return int(words[0]) if not key and words and words[0].isdigit() else 0
+        at = words.index(key) + 1 if key in words else len(words)
+        return int(words[at]) if at < len(words) and words[at].isdigit() else 0
 
     def pids_refused(self) -> int:
         """How many forks the process limit refused."""
