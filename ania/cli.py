@@ -228,8 +228,6 @@ def _chat(args: argparse.Namespace) -> int:
     try:
         require_llm(settings)
         if server is None:  # the demo's endpoint is its own
-            import os
-
             from services.config_check import check_llm_endpoint
 
             check_llm_endpoint(settings.llm.base_url, settings.llm.api_key,
