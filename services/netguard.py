@@ -36,9 +36,22 @@ class Target:
     extensions: dict[str, str] = field(default_factory=dict)
 
 
+#: IPv6 forms whose last 32 bits are an IPv4 address a gateway may deliver to (Python counts them global):
+#: IPv4-compatible (::/96), SIIT-translated (::ffff:0:0:0/96) and NAT64's well-known prefix (64:ff9b::/96,
+#: so on an IPv6-only host behind NAT64 a DNS answer of 64:ff9b::a00:5 is 10.0.0.5). A NAT64 prefix of the
+#: operator's own choosing cannot be told from a public address.
+EMBEDS_IPV4 = tuple(ipaddress.IPv6Network(n) for n in ("::/96", "::ffff:0:0:0/96", "64:ff9b::/96"))
+#: NAT64's local-use prefix (RFC 8215): never a public address.
+LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
 def is_public(address: IPAddress) -> bool:
     if isinstance(address, ipaddress.IPv6Address):
+        if address in LOCAL_NAT64:
+            return False
         embedded = address.ipv4_mapped or address.sixtofour or (address.teredo or (None, None))[1]
+        if embedded is None and any(address in net for net in EMBEDS_IPV4):
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
         if embedded is not None and not is_public(embedded):
             return False
     return address.is_global and not address.is_multicast

@@ -184,3 +184,25 @@ async def test_a_compressed_image_is_capped_at_its_decoded_size(scripted_llm, ma
         scripted_llm.script([Calls([("meme", {"msg": "cat"})]), Reply("done")])
         await chat.say(f"g:{len(path)}", "u1", "meme please")  # a session per image
         assert want in tool_results(scripted_llm)[-1]
+
+
+# --- IPv6 spellings of a private IPv4 address that Python counts as global ------------------------------
+
+@pytest.mark.parametrize("address", [
+    "::127.0.0.1", "::a00:5",  # IPv4-compatible
+    "::ffff:0:7f00:1",  # SIIT-translated
+    "64:ff9b::7f00:1", "64:ff9b::a00:5", "64:ff9b::a9fe:a9fe",  # NAT64: 127.0.0.1, 10.0.0.5, the metadata address
+    "64:ff9b:1::808:808",  # NAT64's local-use prefix
+])
+async def test_an_ipv6_form_of_a_private_address_is_refused(address):
+    """On an IPv6-only host behind NAT64, a DNS answer of 64:ff9b::a00:5 reaches the LAN's 10.0.0.5."""
+    from services.netguard import PrivateAddress, public_target
+
+    with pytest.raises(PrivateAddress, match="is a loopback or private-network address"):
+        await public_target(f"http://[{address}]/x")
+
+
+async def test_a_public_address_through_nat64_is_still_allowed():
+    from services.netguard import public_target
+
+    assert (await public_target("http://[64:ff9b::808:808]/x")).url == "http://[64:ff9b::808:808]/x"
