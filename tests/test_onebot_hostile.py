@@ -115,6 +115,7 @@ async def test_a_quote_of_the_bots_reply_in_another_chat_neither_addresses_it_no
     await b.fake.wait_for(lambda: len(b.fake.sent) == 3)
     assert b.user_texts()[-1] == f"[42] user42: go on\n{ELSEWHERE}"
     assert not any("hunter2" in r.raw.decode() for r in scripted_llm.requests[1:])
+    assert not any(action == "get_msg" for action, _ in b.fake.calls)  # our record says where it went
 
 
 async def test_a_quote_whose_chat_the_answer_does_not_name_is_taken_for_another_chats(bot):

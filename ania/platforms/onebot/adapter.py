@@ -203,7 +203,7 @@ class OneBotAdapter:
         if not rid:
             return None, False, False
         own = self.out.own_chat(rid)
-        data = await self.out.get_message(rid)
+        data = await self.out.get_message(rid) if own in (None, msg.session_key) else None  # else not shown
         chat = own or (chat_of(data, self.self_id) if data else None)
         if chat != msg.session_key:
             if data is None and own is None:
