@@ -3,33 +3,27 @@
 Tests, the benchmark and a newcomer's first `ania chat` drive the real `ChatOpenAI` against it. Each
 request takes the next scripted step; with the script empty it asks the responder (`respond_with`: it
 answers by request content, as concurrent subagents ask in no fixed order), else echoes the last user
-message. Every
-request body is kept (raw bytes and parsed JSON) so tests can assert exactly what the engine sent.
-
-`load_script` reads a script from a JSON file (`ania fake-llm --script FILE`, `ania demo --script FILE`):
-a list of steps, each `{"reply": "text"}`, `{"calls": [{"name": "time", "args": {...}}], "text": ""}`,
-`{"fail": 500}` or `{"stall": seconds}`, with an optional `"delay"` and a `"note"` that is ignored. In a
-reply, `{user}` is the last user message and `{tool_result}` the last tool result, so a script can show
-what a tool returned.
+message. Every request body is kept (raw bytes and parsed JSON) so tests can assert exactly what the
+engine sent.
 `in_flight` and `peak_in_flight` count the chat requests being answered at once (tests of the engine's
 limit on concurrent model calls); a step's `delay` keeps its request in flight that long.
 `/v1/embeddings` answers deterministic vectors (`fake_embedding`), or a scripted failure.
+
+This module is the HTTP server and its scripting state. The step types and `load_script` (script files)
+live in `ania.fakes.script`, the wire format of the answers in `ania.fakes.wire`; both are re-exported
+here, so `from ania.fakes.openai_server import Reply, ScriptedOpenAI, ...` keeps working.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
-import math
-import re
 import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -38,53 +32,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from services.errors import ConfigError
+from ania.fakes.script import STEP_KEYS, Calls, Dims, EmbedStep, Fail, Reply, Stall, Step, echo, load_script
+from ania.fakes.wire import (
+    EscapingJSONResponse,
+    assistant_message,
+    completion,
+    error,
+    fake_embedding,
+    stream_chunks,
+    usage_of,
+)
 
-
-@dataclass
-class Reply:
-    """A plain assistant answer."""
-
-    text: str
-    delay: float = 0.0
-
-
-@dataclass
-class Calls:
-    """An assistant turn that calls tools: `(name, args)`; args as a dict, or a raw string (bad JSON)."""
-
-    calls: list[tuple[str, dict | str]]
-    text: str = ""
-    delay: float = 0.0
-
-
-@dataclass
-class Fail:
-    """An HTTP error from the endpoint."""
-
-    status: int = 500
-    message: str = "scripted failure"
-
-
-@dataclass
-class Stall:
-    """Answer only after `seconds` (to trip the client's timeout)."""
-
-    seconds: float
-    then: Step | None = None
-
-
-Step = Reply | Calls | Fail | Stall | Callable[[dict], "Step"]
-
-
-@dataclass
-class Dims:
-    """An embeddings answer with vectors of `n` numbers (a wrong size, for tests)."""
-
-    n: int
-
-
-EmbedStep = Fail | Stall | Dims
+__all__ = [
+    "STEP_KEYS", "Calls", "Dims", "EmbedStep", "Fail", "Recorded", "Reply", "ScriptedOpenAI", "Stall", "Step",
+    "fake_embedding", "load_script",
+]
 
 
 @dataclass
@@ -228,7 +190,7 @@ class ScriptedOpenAI:
             await asyncio.sleep(step.seconds)
             step = step.then if isinstance(step.then, (Fail, Stall, Dims)) else None
         if isinstance(step, Fail):
-            return JSONResponse({"error": {"message": step.message, "type": "server_error"}}, status_code=step.status)
+            return error(step.message, step.status)
         dim = step.n if isinstance(step, Dims) else self.embed_dim
         data = [{"object": "embedding", "index": i, "embedding": fake_embedding(t, dim)} for i, t in enumerate(texts)]
         return JSONResponse({"object": "list", "data": data, "model": body.get("model", ""),
@@ -238,7 +200,7 @@ class ScriptedOpenAI:
         with self._lock:
             step = self._script.pop(0) if self._script else None
         if step is None:
-            step = self._responder(body) if self._responder is not None else Reply(_echo(body))
+            step = self._responder(body) if self._responder is not None else Reply(echo(body))
         while callable(step) and not isinstance(step, (Reply, Calls, Fail, Stall)):
             step = step(body)
         return step
@@ -260,26 +222,24 @@ class ScriptedOpenAI:
         step = self._next(body)
         while isinstance(step, Stall):
             if await self._sleep(step.seconds):
-                return JSONResponse({"error": {"message": "stopping", "type": "server_error"}}, status_code=503)
-            step = step.then or Reply(_echo(body))
+                return error("stopping", 503)
+            step = step.then or Reply(echo(body))
         if isinstance(step, Fail):
-            return JSONResponse({"error": {"message": step.message, "type": "server_error"}}, status_code=step.status)
+            return error(step.message, step.status)
         assert isinstance(step, (Reply, Calls)), step  # _next resolves callables
         if step.delay:
             self.model_seconds += step.delay
             if await self._sleep(step.delay):
-                return JSONResponse({"error": {"message": "stopping", "type": "server_error"}}, status_code=503)
-        message = self._message(step)
-        usage = recorded.usage = _usage(raw, message)
+                return error("stopping", 503)
+        message = assistant_message(step, self._next_seq)
+        usage = recorded.usage = usage_of(raw, message)
         if body.get("stream"):
-            return StreamingResponse(self._stream(message, usage, body), media_type="text/event-stream")
+            return StreamingResponse(stream_chunks(self.model, message, usage, body), media_type="text/event-stream")
+        return EscapingJSONResponse(completion(self._next_seq(), self.model, message, usage))
+
+    def _next_seq(self) -> int:
         self._seq += 1
-        return _Escaping({
-            "id": f"chatcmpl-{self._seq}", "object": "chat.completion", "created": 0, "model": self.model,
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-            "usage": usage,
-        })
+        return self._seq
 
     async def _sleep(self, seconds: float) -> bool:
         """Sleep; True when the server is stopping meanwhile."""
@@ -288,129 +248,3 @@ class ScriptedOpenAI:
         except TimeoutError:
             return False
         return True
-
-    def _message(self, step: Reply | Calls) -> dict[str, Any]:
-        if isinstance(step, Reply):
-            return {"role": "assistant", "content": step.text}
-        calls = []
-        for name, args in step.calls:
-            self._seq += 1
-            calls.append({"id": f"call_{self._seq}", "type": "function",
-                          "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}})
-        return {"role": "assistant", "content": step.text or None, "tool_calls": calls}
-
-    async def _stream(self, message: dict[str, Any], usage: dict[str, int], body: dict[str, Any]):
-        base = {"id": "chatcmpl-stream", "object": "chat.completion.chunk", "created": 0, "model": self.model}
-        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
-        if message.get("tool_calls"):
-            delta["tool_calls"] = [dict(c, index=i) for i, c in enumerate(message["tool_calls"])]
-        yield f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': delta, 'finish_reason': None}]})}\n\n"
-        finish = "tool_calls" if message.get("tool_calls") else "stop"
-        yield f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': {}, 'finish_reason': finish}]})}\n\n"
-        if (body.get("stream_options") or {}).get("include_usage"):
-            yield f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n"
-        yield "data: [DONE]\n\n"
-
-
-def fake_embedding(text: str, dim: int = 64) -> list[float]:
-    """A deterministic unit vector: hashed words and character pairs, so texts that share words point
-    the same way. It tests the plumbing, not semantics (no synonyms, no paraphrases)."""
-    vec = [0.0] * dim
-    folded = text.casefold()
-    features = re.findall(r"[a-z0-9]+", folded)
-    cjk = "".join(re.findall(r"[\u4e00-\u9fff]", folded))
-    features += [cjk[i : i + 2] for i in range(len(cjk) - 1)] or list(cjk)
-    for f in features:
-        h = int.from_bytes(hashlib.blake2b(f.encode(), digest_size=8).digest(), "big")
-        vec[h % dim] += 1.0 if (h >> 32) & 1 else -1.0
-    norm = math.sqrt(sum(x * x for x in vec)) or 1.0
-    return [x / norm for x in vec] if any(vec) else [1.0] + [0.0] * (dim - 1)
-
-
-def _last(body: dict[str, Any], role: str) -> str | None:
-    for m in reversed(body.get("messages", [])):
-        if m.get("role") == role:
-            content = m.get("content")
-            if isinstance(content, list):
-                content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-            return str(content or "")
-    return None
-
-
-def _echo(body: dict[str, Any]) -> str:
-    user = _last(body, "user")
-    return "echo: (nothing)" if user is None else f"echo: {user}"
-
-
-# --- scripts from a file -------------------------------------------------------------------------
-STEP_KEYS = ("reply", "calls", "fail", "stall")
-
-
-def load_script(path: str | Path) -> list[Step]:
-    """The steps of a JSON script file; a ConfigError names the file and the step that is wrong."""
-    path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"cannot read script {path}: {e.strerror or e}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"script {path} is not valid JSON: {e}") from None
-    if not isinstance(raw, list):
-        raise ConfigError(f"script {path}: expected a JSON list of steps")
-    steps = []
-    for number, item in enumerate(raw, 1):
-        try:
-            steps.append(_step(item))
-        except (TypeError, ValueError, KeyError) as e:
-            raise ConfigError(f"script {path}, step {number}: {e}") from None
-    return steps
-
-
-def _step(item: Any) -> Step:
-    if not isinstance(item, dict):
-        raise TypeError(f"a step is an object with one of {', '.join(STEP_KEYS)}")
-    kinds = [k for k in STEP_KEYS if k in item]
-    unknown = sorted(set(item) - {*STEP_KEYS, "text", "delay", "note", "message"})
-    if len(kinds) != 1 or unknown:
-        raise ValueError(f"give exactly one of {', '.join(STEP_KEYS)}" + (f" (unknown: {', '.join(unknown)})"
-                                                                            if unknown else ""))
-    delay = float(item.get("delay", 0))
-    if "reply" in item:
-        text = str(item["reply"])
-        return (lambda body: Reply(_fill(text, body), delay)) if "{" in text else Reply(text, delay)
-    if "calls" in item:
-        calls = item["calls"]
-        if not isinstance(calls, list) or not calls:
-            raise TypeError('"calls" is a non-empty list of {"name": ..., "args": {...}}')
-        pairs: list[tuple[str, dict | str]] = []
-        for call in calls:
-            if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-                raise TypeError('each call is {"name": "tool", "args": {...}}')
-            args = call.get("args", {})
-            if not isinstance(args, (dict, str)):
-                raise TypeError(f'the args of "{call["name"]}" must be an object (or a raw JSON string)')
-            pairs.append((call["name"], args))
-        return Calls(pairs, text=str(item.get("text", "")), delay=delay)
-    if "fail" in item:
-        return Fail(int(item["fail"]), str(item.get("message", "scripted failure")))
-    return Stall(float(item["stall"]))
-
-
-class _Escaping(JSONResponse):
-    """A lone surrogate in a scripted answer goes out as its JSON escape, as a real provider's would."""
-
-    def render(self, content: Any) -> bytes:
-        try:
-            return super().render(content)
-        except UnicodeEncodeError:
-            return json.dumps(content, separators=(",", ":")).encode("ascii")
-
-
-def _fill(text: str, body: dict[str, Any]) -> str:
-    return text.replace("{user}", _last(body, "user") or "").replace("{tool_result}", _last(body, "tool") or "")
-
-
-def _usage(raw: bytes, message: dict[str, Any]) -> dict[str, int]:
-    prompt = max(1, len(raw) // 4)
-    completion = max(1, len(json.dumps(message)) // 4)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
