@@ -35,7 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 STUDIO_ORIGINS = ("https://smith.langchain.com", "https://eu.smith.langchain.com")
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 PNA_REQUEST = "access-control-request-private-network"
-#: The host of langgraph's in-process client (`get_client()` in a graph, webhooks): never from the network.
+#: The host of langgraph's in-process client (`get_client()` in a graph, webhooks), through an ASGI transport.
 IN_PROCESS = "api"
 
 
@@ -51,13 +51,15 @@ def allowed_origin(origin: str, extra: tuple[str, ...] = ()) -> bool:
         return False
 
 
-def allowed_host(host: str) -> bool:
-    """An address, or localhost: never a DNS name a web page controls (DNS rebinding)."""
+def allowed_host(host: str, in_process: bool = False) -> bool:
+    """An address, or localhost: never a DNS name a web page controls (DNS rebinding). The in-process client's
+    name is taken only from it (`in_process`: its ASGI scope's server is that name, a socket's is an address):
+    over the network `api` is a name like any other, e.g. api.<the LAN's search domain>."""
     try:
         name = urlsplit(f"//{host}").hostname or ""
     except ValueError:
         return False
-    if name in ("localhost", IN_PROCESS) or name.endswith(".localhost"):
+    if name == "localhost" or name.endswith(".localhost") or (in_process and name == IN_PROCESS):
         return True
     try:
         ipaddress.ip_address(name)
@@ -84,7 +86,7 @@ class OriginGuard:
             if origin is not None and not allowed_origin(origin, self.extra):
                 refusal = (f"Origin {origin!r} may not call this Ania Studio server (it runs as the local admin); "
                            f"allowed: {', '.join(STUDIO_ORIGINS)} and pages on localhost")
-            elif host and not allowed_host(host):
+            elif host and not allowed_host(host, in_process=(scope.get("server") or ("",))[0] == IN_PROCESS):
                 refusal = f"Host {host!r} is not this machine's address; use 127.0.0.1 or localhost"
             if refusal:
                 if scope["type"] == "websocket":
