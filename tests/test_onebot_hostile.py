@@ -195,3 +195,20 @@ async def test_a_lone_surrogate_in_a_members_message_breaks_no_later_turn(bot, s
     await b.fake.wait_for(lambda: len(b.fake.sent) == 2)
     assert b.fake.texts() == ["echo: bad \ufffd text", "echo: and again"]
     assert b"\\ud800" not in scripted_llm.requests[1].raw
+
+
+async def test_only_private_chats_file_ids_are_remembered():
+    """get_group_file_url names the group, so a busy group's files must not push a private chat's ids out of
+    the bounded record (the private user's file would then be refused as not seen)."""
+    from ania.platforms.onebot.connection import Connection
+    from ania.platforms.onebot.message import Segment
+    from ania.platforms.onebot.outbound import SEEN_FILES, Outbound
+    from services.config import OneBotSettings
+
+    async def no_events(_event: dict) -> None:
+        return None
+
+    out = Outbound(Connection(no_events, 1.0), OneBotSettings)
+    out.note_files("f:42", [Segment("file", {"file": "keys.zip", "file_id": "f-1"})])
+    out.note_files("g:555", [Segment("file", {"file": f"{n}.zip", "file_id": f"g-{n}"}) for n in range(SEEN_FILES)])
+    assert out._files.get("f-1") == "f:42" and "g-0" not in out._files

@@ -55,7 +55,10 @@ class Outbound:
         return self._own.get(message_id) if message_id else None
 
     def note_files(self, session_key: str, segments: list[Segment]) -> None:
-        """Remember the file ids a message of this chat showed (the model may ask for their URLs)."""
+        """Remember the file ids a message of this private chat showed (the model may ask for their URLs). A
+        group's file is asked of that group (get_group_file_url): its ids would only push private ones out."""
+        if target(session_key)[0] != "private":
+            return
         for seg in segments:
             if seg.type == "file" and seg.get("file_id"):
                 self._files.put(seg.get("file_id"), session_key)
