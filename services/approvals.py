@@ -128,27 +128,34 @@ class Approvals:
         async with self._locks.hold(session):  # one question at a time per session
             rid = self._new_id()
             prompt = f"{request['prompt']}\n{HOW_TO_ANSWER.format(id=rid)}"
-            places = [session]
-            if self._to_admin(request):
-                for admin in self._admins.ids():
-                    if admin != request.get("requester") and await self._notify(f"f:{admin}", prompt):
-                        places.append(f"f:{admin}")
-                        break
-            show = here if here is not None else partial(self._notify, session)
-            if request["kind"] != "admin" and self._to_admin(request):  # nobody in this chat may decide
-                if len(places) == 1:
-                    return {"decision": "deny", "by": "", "reason": NO_ADMIN}
-                await show(ADMIN_ASKED.format(tool=request["tool"], id=rid))
-            elif len(places) == 1:
-                await show(prompt)
-            future: asyncio.Future = asyncio.get_running_loop().create_future()
-            self._pending[rid] = Pending(rid, request, future, tuple(places))
-            timeout = self._timeout or self._settings.approval.effective_timeout
+            # Waiting before any prompt goes out, each place before its prompt: an answer sent the moment the
+            # prompt arrives (while its send is still being confirmed) finds the question, not an ordinary message.
+            pending = Pending(rid, request, asyncio.get_running_loop().create_future(), (session,))
+            self._pending[rid] = pending
             try:
-                return await asyncio.wait_for(asyncio.shield(future), timeout)
-            except TimeoutError:
-                await self._notify(session, f'Approval {rid} for "{request["tool"]}" timed out; the call was not run.')
-                return {"decision": "deny", "by": "", "reason": TIMED_OUT.format(sec=timeout)}
+                to_admin = self._to_admin(request)
+                if to_admin:
+                    for admin in self._admins.ids():
+                        if admin == request.get("requester"):
+                            continue
+                        pending.places = (session, f"f:{admin}")
+                        if await self._notify(f"f:{admin}", prompt):
+                            break
+                        pending.places = (session,)
+                show = here if here is not None else partial(self._notify, session)
+                if to_admin and request["kind"] != "admin":  # nobody in this chat may decide
+                    if len(pending.places) == 1:
+                        return {"decision": "deny", "by": "", "reason": NO_ADMIN}
+                    await show(ADMIN_ASKED.format(tool=request["tool"], id=rid))
+                elif len(pending.places) == 1:
+                    await show(prompt)
+                timeout = self._timeout or self._settings.approval.effective_timeout
+                try:
+                    return await asyncio.wait_for(asyncio.shield(pending.future), timeout)
+                except TimeoutError:
+                    await self._notify(session, f'Approval {rid} for "{request["tool"]}" timed out; '
+                                                "the call was not run.")
+                    return {"decision": "deny", "by": "", "reason": TIMED_OUT.format(sec=timeout)}
             finally:
                 del self._pending[rid]
 

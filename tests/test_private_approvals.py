@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from ania.fakes.openai_server import Calls, Reply
+from services.admins import Admins
+from services.approvals import Approvals
+from services.config import Settings
 from tests.onebot_helpers import ADMIN
 from tests.test_gates import tool_results
 
@@ -78,3 +83,22 @@ async def test_an_admin_still_approves_their_own_call_in_private(bot, scripted_l
     rid = _rid(b.fake.texts(f"f:{ADMIN}")[0])
     await b.fake.private_message(int(ADMIN), f"allow {rid}")
     await b.fake.wait_for(lambda: "done" in b.fake.texts(f"f:{ADMIN}"))
+
+
+@pytest.mark.parametrize(("session", "answerer"), [("f:42", "900"), ("g:555", "42")])
+async def test_an_answer_sent_the_moment_the_prompt_arrives_is_taken(session, answerer):
+    """The answer may come in while the prompt's send is still being confirmed (a quick reply, a loaded
+    bot): the question is already waiting, so the answer decides it (it was an ordinary message before)."""
+    settings = Settings(bot={"admins": [ADMIN]}, approval={"self_approve_in_groups": True})
+    answers: list[str | None] = []
+
+    async def notify(place: str, text: str) -> bool:
+        if match := re.search(r'"allow ([0-9a-f]{4})"', text):
+            answers.append(approvals.take_reply(place, answerer, f"allow {match.group(1)}"))
+        return True
+
+    approvals = Approvals(settings, Admins(settings), notify, timeout_sec=2)
+    request = {"kind": "human", "tool": "bash", "session": session, "requester": "42", "prompt": "run it?"}
+    decision = await approvals.ask(request)
+    assert decision == {"decision": "allow", "by": answerer}
+    assert len(answers) == 1 and answers[0].startswith('Allowed: "bash" (')
