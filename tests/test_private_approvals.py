@@ -16,6 +16,7 @@ from services.admins import Admins
 from services.approvals import Approvals
 from services.config import Settings
 from tests.onebot_helpers import ADMIN
+from tests.subagent_helpers import Router
 from tests.test_gates import tool_results
 
 STRANGER = 42
@@ -83,6 +84,29 @@ async def test_an_admin_still_approves_their_own_call_in_private(bot, scripted_l
     rid = _rid(b.fake.texts(f"f:{ADMIN}")[0])
     await b.fake.private_message(int(ADMIN), f"allow {rid}")
     await b.fake.wait_for(lambda: "done" in b.fake.texts(f"f:{ADMIN}"))
+
+
+@pytest.mark.parametrize("self_approve", [False, True])
+async def test_a_strangers_subagent_cannot_get_their_bash_approved_by_them(bot, scripted_llm, self_approve):
+    """A subagent's call has no requester: only an admin decides it, even with self_approve_in_private on."""
+    b = await bot(bash=BASH, approval={"self_approve_in_private": self_approve})
+    proof = b.engine.services.paths.data_dir / "workspace" / "proof.txt"
+    scripted_llm.respond_with(Router()
+        .on("please delegate", Calls([("subagent_run", {"task": "SUBBASH run the command"})]), Reply("done"))
+        .on("SUBBASH", Calls([("bash", {"command": COMMAND})]), Reply("sub done")))
+    await b.fake.private_message(STRANGER, "please delegate")
+    await b.fake.wait_for(lambda: b.fake.texts(f"f:{ADMIN}") and b.fake.texts(f"f:{STRANGER}"))
+    rid = _rid(b.fake.texts(f"f:{ADMIN}")[0])
+    assert b.fake.texts(f"f:{STRANGER}") == [
+        f'An admin must approve "bash" here; I asked one (request {rid}) and wait for the answer.']
+    await b.fake.private_message(STRANGER, f"allow {rid}")
+    await b.fake.wait_for(lambda: len(b.fake.texts(f"f:{STRANGER}")) == 2)
+    assert b.fake.texts(f"f:{STRANGER}")[-1] == ("You cannot answer this approval: only the person who asked or an "
+                                                  "admin can decide.")
+    assert not proof.exists()
+    await b.fake.private_message(int(ADMIN), f"allow {rid}")
+    await b.fake.wait_for(lambda: "done" in b.fake.texts(f"f:{STRANGER}"))
+    assert proof.read_text() == "pwned\n"
 
 
 @pytest.mark.parametrize(("session", "answerer"), [("f:42", "900"), ("g:555", "42")])
