@@ -154,3 +154,30 @@ async def test_a_hook_that_cannot_be_run_is_logged_by_name(tmp_path, caplog, eve
     assert any(f"{event} hook `echo hi` could not be run (ValueError" in r.getMessage() for r in caplog.records)
     assert out.reason == ("PreToolUse hook `echo hi` could not be run (ValueError); blocked to be safe."
                           if blocked else "")
+
+
+class BuggyGateTool(Tool[BusyParams]):
+    """A tool whose own approval check has a bug: the gate raises before the call could run."""
+
+    name = "buggy_gate"
+    description = "A tool with a broken approval check."
+    params = BusyParams
+
+    def approval_reason(self, args: BusyParams, ctx) -> str | None:
+        raise RuntimeError("approval check bug")
+
+    async def execute(self, args: BusyParams, ctx) -> str:
+        raise AssertionError("never run: its gate failed")
+
+
+async def test_a_bug_in_a_gate_fails_only_its_own_call(scripted_llm, make_chat, caplog):
+    """nodes/tool_call.py: the call whose gates raised answers with an error; the round's other call runs."""
+    chat = await make_chat(make_settings(scripted_llm))
+    chat.engine.services.shared_tools.add([BuggyGateTool()])
+    scripted_llm.script([Calls([("buggy_gate", {"label": "a"}), ("time", {})]), Reply("fine")])
+    assert await chat.say("f:local", "admin", "go") == ["fine"]
+    failed, other = tool_results(scripted_llm)
+    assert failed == ('Error: the call to "buggy_gate" failed inside the bot (RuntimeError); the error is in the '
+                      "log. It may or may not have run.")
+    assert "UTC" in other
+    assert any(r.getMessage().startswith("tool call buggy_gate (") and r.exc_info for r in caplog.records)
