@@ -188,6 +188,38 @@ def test_as_a_normal_user_the_per_user_process_limit_binds(mode: str) -> None:  
     assert 1 <= started < 16 and "[process limit reached (bash.max_processes = 16)" in done.stdout, done.stdout
 
 
+THREADED_CHILD = """
+import asyncio, sys, threading
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from services.sandbox.limits import Limits
+from services.sandbox.run import run_command
+stop = threading.Event()
+for _ in range(80):  # a user (and a bot) that already runs more threads than the limit
+    threading.Thread(target=stop.wait, daemon=True).start()
+print(asyncio.run(run_command("echo one; echo two | wc -l", Path(sys.argv[2]), 60, None, Limits(max_processes=16))))
+stop.set()
+"""
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to act as nobody")
+def test_unsandboxed_the_process_limit_counts_from_what_the_user_already_runs() -> None:
+    """RLIMIT_NPROC counts every task of the user: with 80 threads already running, a limit of 16 taken as it
+    is would refuse the command's first fork."""
+    ws = Path(tempfile.mkdtemp(prefix="ania-nobody-"))
+    try:
+        os.chown(ws, 65534, 65534)
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", THREADED_CHILD,
+                str(Path(__file__).resolve().parents[1]), str(ws)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, cwd=ws)
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+    if "one" not in done.stdout and "Traceback" in done.stderr:
+        pytest.skip(f"cannot run the bot's python as nobody here: {done.stderr[-300:]}")
+    assert done.stdout.split("\n")[:2] == ["one", "1"], done.stdout + done.stderr
+    assert "process limit" not in done.stdout
+
+
 def test_the_groups_counters_are_read_from_their_files(tmp_path: Path) -> None:
     """pids.events and memory.oom_control / memory.events: the number after the key, 0 when absent."""
     group = object.__new__(rlimits.cgroup.Group)  # no real cgroup: its files written here

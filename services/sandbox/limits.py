@@ -4,7 +4,8 @@ reads when one was hit.
 Every command runs under `prlimit` (util-linux) with RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_CPU, RLIMIT_NPROC
 and no core files. Inside bwrap `prlimit` runs after the sandbox's user namespace exists, so for a
 normal user RLIMIT_NPROC counts the command's own processes only (the kernel counts per namespace);
-unsandboxed it counts every process of the bot's user, the bot's threads included. The first three
+unsandboxed it counts every task of the bot's user, the bot's threads included, so the limit is set to
+what the user has when the command starts plus `max_processes`. The first three
 bind root; RLIMIT_NPROC does not (the kernel exempts uid 0 and CAP_SYS_RESOURCE/CAP_SYS_ADMIN), and
 RLIMIT_AS bounds each process, not the tree: a cgroup per command (services/sandbox/cgroup.py) does
 both where the bot may make one. `unenforceable` says which limits cannot be applied here.
@@ -37,15 +38,16 @@ class Limits:
     max_file_mb: int = 0
     max_cpu_sec: int = 0
 
-    def prlimit_argv(self, prlimit: str, sandboxed: bool, memory_cgroup: bool = False) -> list[str]:
+    def prlimit_argv(self, prlimit: str, sandboxed: bool, memory_cgroup: bool = False, nproc_base: int = 0) -> list[str]:
         """`prlimit ... --` that applies the limits to the command it execs (hard = soft, except CPU:
         SIGXCPU at the soft limit, SIGKILL a second later). Memory: RLIMIT_AS bounds everything a
         process maps, but a JVM or node cannot even start under 512 MB of it (they reserve address
         space); with a memory cgroup bounding the whole command, RLIMIT_DATA (private writable
-        memory: malloc, the usual bomb) is enough per process and lets them run."""
+        memory: malloc, the usual bomb) is enough per process and lets them run. `nproc_base`: the tasks
+        the user already has, which an unsandboxed command's RLIMIT_NPROC counts too (`user_tasks`)."""
         argv = [prlimit, "--core=0"]
         if self.max_processes:  # + bwrap's init, which the namespace counts too
-            argv.append(f"--nproc={self.max_processes + int(sandboxed)}")
+            argv.append(f"--nproc={self.max_processes + nproc_base + int(sandboxed)}")
         if self.max_memory_mb:
             argv.append(f"--{'data' if memory_cgroup else 'as'}={self.max_memory_mb * MB}")
         if self.max_file_mb:
@@ -74,6 +76,23 @@ def nproc_binds() -> bool:
     except (OSError, AttributeError, ValueError):
         return True
     return not caps & (1 << _CAP_SYS_ADMIN | 1 << _CAP_SYS_RESOURCE)
+
+
+def user_tasks(uid: int) -> int:
+    """How many tasks (threads) processes of real user `uid` have now: what RLIMIT_NPROC counts for an
+    unsandboxed command. Without it, a bot whose user already runs 64 threads (a desktop session, the bot's
+    own thread pools) could not start a single process under the default limit."""
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:  # gone meanwhile
+            continue
+        uid_line = re.search(r"^Uid:\s*(\d+)", text, re.M)
+        threads = re.search(r"^Threads:\s*(\d+)", text, re.M)
+        if uid_line and int(uid_line.group(1)) == uid:
+            count += int(threads.group(1)) if threads else 1
+    return count
 
 
 def prlimit_path() -> str | None:

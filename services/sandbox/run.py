@@ -101,7 +101,8 @@ def _limited(command: str, limits: rlimits.Limits, sandboxed: bool, group: Group
     if not prlimit:
         raise ToolError(rlimits.unenforceable(limits)[1])
     memory_cgroup = group is not None and "memory" in group.dirs
-    return [*limits.prlimit_argv(prlimit, sandboxed, memory_cgroup), SHELL, "-c", command]
+    base = rlimits.user_tasks(os.getuid()) if limits.max_processes and not sandboxed and rlimits.nproc_binds() else 0
+    return [*limits.prlimit_argv(prlimit, sandboxed, memory_cgroup, base), SHELL, "-c", command]
 
 
 async def _group(token: str, limits: rlimits.Limits, sandboxed: bool) -> Group | None:
