@@ -93,10 +93,10 @@ async def test_the_quota_day_starts_at_midnight_in_its_timezone(tmp_path):
                   now=lambda: now[0])
     quota.add("g:1", 150)
     assert quota.day() == "2026-03-01" and quota.used("g:1").session == 150
-    refusal = quota.refusal("g:1", "u")
+    refusal = quota.call_refusal(quota.open("g:1", "u", tally=False))
     assert refusal is not None and "resets at 2026-03-02 00:00 (Asia/Shanghai, in 1 min)" in refusal
     now[0] += 120  # 00:01 in Shanghai, still 16:01 the day before in UTC
-    assert quota.day() == "2026-03-02" and quota.used("g:1").session == 0 and quota.refusal("g:1", "u") is None
+    assert quota.day() == "2026-03-02" and quota.used("g:1").session == 0 and quota.call_refusal(quota.open("g:1", "u", tally=False)) is None
     quota.add("g:1", 5)
     keys = [r["key"] for r in store.query("SELECT key FROM kv ORDER BY key")]
     assert keys == ["daily:2026-03-02:g:1", "daily:2026-03-02:global"]  # the old day was pruned

@@ -66,10 +66,6 @@ class Quota:
         found = {r["key"]: int(json.loads(r["value"])) for r in rows}
         return DayUsage(day, found.get(mine, 0), found.get(total, 0))
 
-    def refusal(self, session: str, user: str) -> str | None:
-        """The reply that refuses a turn over its quota, or None when it may run (checked before any model call)."""
-        return self.call_refusal(self.open(session, user, tally=False))
-
     def open(self, session: str, user: str, *, tally: bool = True) -> MessageLimits:
         """The limits of a message from `user` (a clock run: its task's creator) in `session`."""
         exempt = self.settings.admins_exempt and bool(user) and self._is_admin(user)
