@@ -38,7 +38,8 @@ class Limits:
     max_file_mb: int = 0
     max_cpu_sec: int = 0
 
-    def prlimit_argv(self, prlimit: str, sandboxed: bool, memory_cgroup: bool = False, nproc_base: int = 0) -> list[str]:
+    def prlimit_argv(self, prlimit: str, sandboxed: bool, memory_cgroup: bool = False,
+                     nproc_base: int = 0) -> list[str]:
         """`prlimit ... --` that applies the limits to the command it execs (hard = soft, except CPU:
         SIGXCPU at the soft limit, SIGKILL a second later). Memory: RLIMIT_AS bounds everything a
         process maps, but a JVM or node cannot even start under 512 MB of it (they reserve address
