@@ -25,6 +25,7 @@ from langchain_core.messages import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from nodes.hook_events import hook_event
+from nodes.metered import QuotaReached, metered
 from nodes.prompt import SUMMARY_TAG, text_of
 from nodes.state import AgentState, usage_of
 from services.context import RunContext
@@ -107,14 +108,11 @@ async def compact(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     if cut <= 0:
         return {}
     await ctx.services.hooks.run(hook_event(ctx, "PreCompact"))
-    services = ctx.services
+    request = [SystemMessage(SUMMARIZE_PROMPT), HumanMessage(transcript(messages[:cut]))]
     try:
-        async with services.limiter.slot(ctx.session_key):
-            if services.quota.call_refusal(ctx.limits) is not None:
-                return {}  # over the quota: the model step that follows says so, without a call
-            reply = await services.llm.model().ainvoke(
-                [SystemMessage(SUMMARIZE_PROMPT), HumanMessage(transcript(messages[:cut]))]
-            )
+        reply = await metered(ctx, lambda: ctx.services.llm.model().ainvoke(request), lambda r: r)
+    except QuotaReached:
+        return {}  # over the quota: the model step that follows says so, without a call
     except asyncio.CancelledError:
         raise
     except Exception as e:
@@ -125,7 +123,6 @@ async def compact(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         id=f"summary-{messages[cut].id}",
     )
     counted = usage_of(reply)
-    services.quota.spent(ctx.limits, counted.get("total_tokens", 0))
     return {
         "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), summary, *messages[cut:]],
         "turn_usage": counted, "total_usage": counted,

@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
+from nodes.metered import QuotaReached, metered
 from nodes.state import usage_of
 from services.context import RunContext
 from services.images import CANNOT_SEE, data_url
@@ -38,11 +39,10 @@ async def present_images(ctx: RunContext) -> tuple[list[HumanMessage], dict[str,
         return [HumanMessage(content=parts, response_metadata=meta)], None
     if services.vision.configured:
         try:
-            async with services.limiter.slot(ctx.session_key):
-                if services.quota.call_refusal(ctx.limits) is not None:
-                    why = "the daily token quota is reached"
-                    return [HumanMessage(NOT_DESCRIBED.format(n=len(images), why=why), response_metadata=meta)], None
-                text, reply = await services.vision.describe(images)
+            text, reply = await metered(ctx, lambda: services.vision.describe(images), lambda r: r[1])
+        except QuotaReached:
+            why = "the daily token quota is reached"
+            return [HumanMessage(NOT_DESCRIBED.format(n=len(images), why=why), response_metadata=meta)], None
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -50,7 +50,6 @@ async def present_images(ctx: RunContext) -> tuple[list[HumanMessage], dict[str,
             why = f"the vision model failed ({type(e).__name__})"
             return [HumanMessage(NOT_DESCRIBED.format(n=len(images), why=why), response_metadata=meta)], None
         usage = usage_of(reply)
-        services.quota.spent(ctx.limits, usage.get("total_tokens", 0))
         return [HumanMessage(DESCRIBED.format(n=len(images), text=text), response_metadata=meta)], usage
     log.info("dropped %d loaded image(s) for %s: %s", len(images), ctx.session_key, CANNOT_SEE)
     return [], None

@@ -22,6 +22,7 @@ from langgraph.types import Command, Overwrite
 from checkpoints.fold import fold_messages
 from nodes.compact import needs_compaction
 from nodes.images import present_images
+from nodes.metered import QuotaReached, metered
 from nodes.prepare import finish, prepare, starts_turn, stop_event
 from nodes.prompt import request_messages, text_of
 from nodes.safe_calls import safe_reply
@@ -118,12 +119,11 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
     runnable = model.bind_tools(schemas) if schemas else model
     shown, seen_usage = await present_images(ctx)
     seen = {"turn_usage": seen_usage, "total_usage": seen_usage} if seen_usage else {}
-    quota = ctx.services.quota
+    request = request_messages(ctx.services, [*state.get("messages", []), *shown])
     try:
-        async with ctx.services.limiter.slot(ctx.session_key):  # held during the request only
-            if (refusal := quota.call_refusal(ctx.limits)) is not None:  # checked once the slot is ours
-                return {"messages": [*shown, AIMessage(quota_reply(ctx, refusal))], "status": "quota", **seen}
-            reply = await runnable.ainvoke(request_messages(ctx.services, [*state.get("messages", []), *shown]))
+        reply = await metered(ctx, lambda: runnable.ainvoke(request), lambda r: r)
+    except QuotaReached as e:
+        return {"messages": [*shown, AIMessage(quota_reply(ctx, e.refusal))], "status": "quota", **seen}
     except asyncio.CancelledError:
         raise
     except Exception as e:
@@ -138,7 +138,6 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         update_fields["content"] = EMPTY_REPLY
     reply = safe_reply(reply.model_copy(update=update_fields))  # no value of the model's may break the turn
     mine = usage_of(reply)
-    quota.spent(ctx.limits, mine.get("total_tokens", 0))
     usage = add_usage(mine, seen_usage) if seen_usage else mine
     update: dict[str, Any] = {"messages": [*shown, reply], "turn_usage": usage, "total_usage": usage}
     if reply.tool_calls or reply.invalid_tool_calls:
