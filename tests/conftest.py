@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -127,3 +127,13 @@ def web() -> Any:
     server = WebFake().start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real `langgraph dev` server (tests/studio_helpers.py), one for the session: the test_studio*.py modules
+    share it (module-scoped, each of them would start its own); it stops when the session ends."""
+    from tests.studio_helpers import serve_studio
+
+    with serve_studio(tmp_path_factory.mktemp("studio")) as server:
+        yield server
