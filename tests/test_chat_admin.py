@@ -12,7 +12,7 @@ import pytest
 
 from ania.fakes.openai_server import Calls, Reply
 from tests.skill_helpers import FileServer, collection_zip
-from tests.test_terminal import ania, env_for
+from tests.terminal_helpers import ania, env_for
 
 pytestmark = pytest.mark.timeout(90)
 

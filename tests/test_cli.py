@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from ania.fakes.openai_server import Reply
-from tests.test_terminal import ROOT, ania, env_for
+from tests.terminal_helpers import ROOT, ania, env_for
 
 
 def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -21,8 +21,8 @@ from tests.clock_helpers import clock_settings, finished, runs_until, task_row
 from tests.onebot_fake import FakeOneBot
 from tests.onebot_helpers import BOT, make_engine
 from tests.subagent_helpers import Router, requests_of, wait_for
+from tests.terminal_helpers import ROOT, env_for
 from tests.test_subagents import SendFile
-from tests.test_terminal import ROOT, env_for
 from tools.base import NoParams, Tool
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="

@@ -173,7 +173,7 @@ async def test_an_unknown_command_is_answered_with_the_list_and_no_model_call(sc
 
 
 def test_an_unknown_command_in_a_piped_chat_does_not_reach_the_model(scripted_llm, tmp_path):
-    from tests.test_terminal import ania, env_for
+    from tests.terminal_helpers import ania, env_for
 
     scripted_llm.script([Reply("answered")])
     done = ania("chat", env=env_for(scripted_llm, tmp_path), stdin="/nosuch\nhello\n")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ania.fakes.openai_server import Calls, Reply
 from tests.conftest import make_settings
+from tests.terminal_helpers import ania, env_for
 from tests.test_bash import NEEDS_BWRAP
-from tests.test_terminal import ania, env_for
 
 USUAL_UMASK = 0o022
 

@@ -25,7 +25,7 @@ from services.config import load_settings, registry
 from services.hooks.config import parse_hooks
 from services.mcp.config import load_specs
 from tests.mcp_servers.harness import time_spec
-from tests.test_terminal import ROOT, Pty
+from tests.terminal_helpers import ROOT, Pty
 
 README = (ROOT / "README.md").read_text()
 EXAMPLES = ROOT / "config.example"

@@ -146,7 +146,7 @@ async def test_a_started_call_cut_by_stop_may_have_run(scripted_llm, make_chat):
 
 async def test_a_call_running_when_the_bot_is_killed_may_have_run(scripted_llm, make_chat, tmp_path):
     """kill -9 during a slow bash call: the history must not claim the command never ran."""
-    from tests.test_terminal import ROOT, env_for
+    from tests.terminal_helpers import ROOT, env_for
 
     workspace = tmp_path / "data" / "workspace"
     env = env_for(scripted_llm, tmp_path, ANIA_BASH__ENABLE="true", ANIA_APPROVAL__ENABLE="false",
@@ -169,7 +169,7 @@ async def test_a_call_running_when_the_bot_is_killed_may_have_run(scripted_llm, 
 
 
 def test_terminal_acts_as_a_group_member_with_real_rights(scripted_llm, tmp_path):
-    from tests.test_terminal import ania, env_for
+    from tests.terminal_helpers import ania, env_for
 
     env = env_for(scripted_llm, tmp_path, ANIA_BOT__ADMINS='["boss"]')
     member = ania("chat", "--session", "g:grp", "--user", "u5", env=env, stdin="/plan on\n")

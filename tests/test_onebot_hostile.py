@@ -14,9 +14,9 @@ from ania.fakes.openai_server import Calls, Reply
 from ania.platforms.onebot.events import chat_of
 from tests.onebot_fake import FakeOneBot, at, image, reply, text
 from tests.onebot_helpers import ADMIN, BOT
+from tests.terminal_helpers import ania
+from tests.terminal_helpers import env_for as terminal_env
 from tests.test_serve import ROOT, env_for
-from tests.test_terminal import ania
-from tests.test_terminal import env_for as terminal_env
 from tests.web_fake import PNG_1X1, Route
 
 #: A valid JSON text that no recursive decoder reads: it raised RecursionError out of the frame handler.

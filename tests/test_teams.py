@@ -185,7 +185,7 @@ async def test_a_process_killed_during_a_team_run_settles_and_no_member_reruns(s
 
     from services.store import AppStore
     from services.teams import TeamStore
-    from tests.test_terminal import ROOT, env_for
+    from tests.terminal_helpers import ROOT, env_for
 
     store = AppStore(tmp_path / "data" / "ania.db")
     TeamStore(store).save(Team("review", "Reviews.", tuple(Member(m["name"], m["role"]) for m in TRIO), "f:local"))
@@ -212,7 +212,7 @@ async def test_a_process_killed_during_a_team_run_settles_and_no_member_reruns(s
 
 
 def test_a_person_in_ania_chat_saves_and_runs_a_team_and_can_open_a_member_run(scripted_llm, tmp_path):
-    from tests.test_terminal import ania, env_for
+    from tests.terminal_helpers import ania, env_for
 
     scripted_llm.respond_with(Router()
         .on("save a team", Calls([("team_save", {"name": "duo", "purpose": "Two views.", "members": TRIO[:2]})]),
