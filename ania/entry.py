@@ -189,7 +189,8 @@ class MessageEntry:
 def cut_input(text: str, limit: int) -> str:
     """At most `limit` runes of an incoming message and a stable marker saying so: one 10 MB line must not
     become a 27 MB model request (and then a compaction request of the same size). Lone surrogates (a
-    OneBot frame may spell one as a JSON escape) become U+FFFD: stored as they are, they would fail every later encode."""
+    OneBot frame may spell one as a JSON escape) become U+FFFD: stored as they are, they would fail every
+    later encode."""
     text = scrub(text)
     if len(text) <= limit:
         return text
