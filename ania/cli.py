@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ania import logs_cli, sessions_cli
 
 if TYPE_CHECKING:
-    from services.config import Paths, Settings
+    from core.settings import Paths, Settings
 
 LOCAL_USER = "local"
 SESSION_KEY = re.compile(r"^[fg]:\S+$")
@@ -112,11 +112,11 @@ def _parser() -> argparse.ArgumentParser:
 
 class ServeHelp(argparse.RawDescriptionHelpFormatter):
     """`serve --help` ends with the [onebot] settings, written from their descriptions in
-    services/config_platform.py (imported only when this help is printed, so `--help` stays light)."""
+    core/settings/platform.py (imported only when this help is printed, so `--help` stays light)."""
 
     def format_help(self) -> str:
-        from services.config_check import section_help
-        from services.config_platform import OneBotSettings
+        from core.settings.check import section_help
+        from core.settings.platform import OneBotSettings
 
         return super().format_help() + "\n" + section_help("onebot", OneBotSettings) + "\n"
 
@@ -173,7 +173,7 @@ def _main(argv: Sequence[str] | None) -> int:
         # and Python then never raises KeyboardInterrupt: `kill -INT` and Ctrl-C must still stop us cleanly.
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
-    from services.errors import RunError
+    from core.errors import RunError
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="ania: %(levelname)s %(name)s: %(message)s")
@@ -186,14 +186,14 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.cmd == "fake-llm":
             return _fake_llm(args.port, args.script)
         if args.cmd in ("logs", "sessions", "kb"):  # they may write the stores: private, like the bot's files
-            from services.config import Paths
+            from core.settings import Paths
             from services.datadir import make_private
 
             make_private(Paths.from_env().data_dir, create=False)
         if args.cmd == "logs":
             return logs_cli.run(args)
         if args.cmd == "sessions" and args.action not in ("list", "show"):
-            from services.config import Paths
+            from core.settings import Paths
 
             return asyncio.run(sessions_cli.run(args, Paths.from_env(check=True)))
         if args.cmd == "sessions":
@@ -213,7 +213,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _chat(args: argparse.Namespace) -> int:
     """Settings first (one line and exit 2 when wrong), then the heavy imports and the engine."""
-    from services.config import Paths, load_settings, require_llm
+    from core.settings import Paths, load_settings, require_llm
 
     paths = Paths.from_env(check=True)
     settings = load_settings(paths.config_dir)
@@ -228,7 +228,7 @@ def _chat(args: argparse.Namespace) -> int:
     try:
         require_llm(settings)
         if server is None:  # the demo's endpoint is its own
-            from services.config_check import check_llm_endpoint
+            from core.settings.check import check_llm_endpoint
 
             check_llm_endpoint(settings.llm.base_url, settings.llm.api_key,
                                settings.config_file or paths.config_dir / "ania.toml", os.environ)
@@ -273,7 +273,7 @@ async def _chat_engine(args: argparse.Namespace, paths: Paths, settings: Setting
 
 async def _sessions(args: argparse.Namespace) -> int:
     """Reads the checkpointer and nothing else: no settings, no services, no MCP server."""
-    from services.config import Paths
+    from core.settings import Paths
 
     paths = Paths.from_env(check=True)
     from checkpoints.factory import CHECKPOINT_FILE

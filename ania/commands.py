@@ -10,9 +10,9 @@ from __future__ import annotations
 import difflib
 import re
 
+from core.errors import ConfigError
 from services.commands import BUILTIN_COMMANDS, CommandStore
 from services.container import Services
-from services.errors import ConfigError
 
 #: The built-in commands, as /help lists them (names in services.commands.BUILTIN_COMMANDS).
 BUILTIN_HELP = (

@@ -13,15 +13,18 @@ from typing import Any
 
 from ania.clock import ClockRunner
 from ania.subagents import SubagentRunner
-from services.admins import Admins
-from services.approvals import Approvals
+from core.registry import SharedExecutor
+from core.settings import Paths, Settings
+from core.tool import AnyTool
 from services.clock import ClockService
 from services.clock.zones import local_zone
 from services.commands import CommandStore
-from services.config import Paths, Settings
-from services.config_edit import ConfigEditor
+from services.configure.edit import ConfigEditor
 from services.container import Services
 from services.datadir import make_private
+from services.gates.admins import Admins
+from services.gates.approvals import Approvals
+from services.gates.plan_mode import PlanMode
 from services.hooks import HookManager, HookRunner
 from services.images import ImageShelf
 from services.knowledge import KnowledgeService
@@ -29,7 +32,6 @@ from services.llm import CallLimiter, ModelFactory, VisionDescriber
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
 from services.persona import load_persona
-from services.plan_mode import PlanMode
 from services.sessions import SessionRegistry
 from services.skills import Root, SkillInstaller, SkillRegistry
 from services.store import AppStore
@@ -37,7 +39,6 @@ from services.subagents import Subagents
 from services.teams import TeamStore
 from services.todos import TodoStore
 from services.usage import QueryLog, Quota
-from tools.base import Tool
 from tools.bash import bash_tools
 from tools.chat import chat_tools
 from tools.clock import clock_tools
@@ -47,7 +48,6 @@ from tools.knowledge import knowledge_tools
 from tools.mcp import RemoteTool, engine_tools
 from tools.meme import MemeTool
 from tools.memory import memory_tools
-from tools.registry import SharedExecutor
 from tools.skills import skill_tools
 from tools.subagent import SubagentRunTool
 from tools.team import team_tools
@@ -59,10 +59,10 @@ from tools.web import web_tools
 SHIPPED_SKILLS = Path(__file__).resolve().parent.parent / "skills"
 
 
-def builtin_tools(settings: Settings, paths: Paths) -> list[Tool]:
+def builtin_tools(settings: Settings, paths: Paths) -> list[AnyTool]:
     """The always-on built-ins and the ones behind config (T5)."""
     clock_zone = local_zone(settings.clock.timezone).key
-    tools: list[Tool] = [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(), *clock_tools(clock_zone),
+    tools: list[AnyTool] = [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(), *clock_tools(clock_zone),
                          *bash_tools(settings, paths.data_dir, paths.config_dir), *skill_tools(settings),
                          *config_tools(), *chat_tools(), *web_tools(), MemeTool(), *file_tools(settings)]
     if settings.knowledge.enable:

@@ -24,10 +24,10 @@ from ania.compose import bind_clock, bind_subagents, build_services
 from ania.operations import close_turn, open_turn, state_after
 from ania.recovery import cancel_reason, settle
 from checkpoints.factory import open_checkpointer, thread_config
+from core.settings import Paths, Settings, load_settings
 from graphs.agent import build_agent_graph
 from nodes.prompt import text_of
 from nodes.state import TurnStatus
-from services.config import Paths, Settings, load_settings
 from services.container import Services
 from services.context import AgentKind, CallbackBridge, RunContext
 from services.hooks import HookRunner

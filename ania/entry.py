@@ -29,9 +29,9 @@ from ania.commands import cmd_command, command_word, help_text, unknown_command
 from ania.engine import Engine, TurnResult
 from ania.operations import usage_text
 from ania.recovery import STOPPED
-from services.config import load_settings
+from core.errors import ConfigError
+from core.settings import load_settings
 from services.context import CallbackBridge
-from services.errors import ConfigError
 from services.locks import KeyedLocks
 from services.unicode_safe import scrub
 

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from ania.compose import build_knowledge
-from services.config import Paths, load_settings
-from services.errors import ToolError
+from core.errors import ToolError
+from core.settings import Paths, load_settings
 from services.knowledge import GLOBAL, KnowledgeService, check_scope
 from tools.knowledge import added_text, docs_text, hits_text, plural
 

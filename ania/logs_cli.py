@@ -64,7 +64,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from services.config import Paths, load_settings
+    from core.settings import Paths, load_settings
     from services.store import AppStore
     from services.usage import STATUSES, QueryFilter, QueryLog, read_ops
 

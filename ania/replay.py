@@ -25,8 +25,8 @@ from ania.platforms.bridge import ChatBridge
 from checkpoints.factory import thread_config
 from checkpoints.maintenance import ForkError, fork_thread
 from checkpoints.sessions import render, session_history
+from core.settings import Paths, load_settings, require_llm
 from nodes.prompt import user_message
-from services.config import Paths, load_settings, require_llm
 
 REPLAY_USER = "local"
 #: Approvals in a replay are denied at once (nobody is asked).

@@ -22,7 +22,7 @@ from ania.logs_cli import duration
 if TYPE_CHECKING:
     from langchain_core.messages import AnyMessage
 
-    from services.config import Paths
+    from core.settings import Paths
 
 SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 REDACTED = "[redacted]"
@@ -118,7 +118,7 @@ async def _history(saver: Any, args: argparse.Namespace) -> int:
 
 def secret_values(paths: Paths) -> list[str]:
     """Values that must never appear in an export: sensitive settings and secret-looking environment variables."""
-    from services.config import load_settings, registry
+    from core.settings import load_settings, registry
 
     values = {v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= 8}
     try:
@@ -196,7 +196,7 @@ def markdown(key: str, messages: list[AnyMessage]) -> str:
 
 async def _prune(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
     from checkpoints.maintenance import prune_threads, vacuum
-    from services.config import load_settings
+    from core.settings import load_settings
     from services.store import AppStore
     from services.usage import QueryLog
 

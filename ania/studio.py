@@ -30,6 +30,7 @@ from langchain_core.runnables import RunnableConfig
 from ania.engine import Engine
 from ania.platforms.bridge import ChatBridge, ClockBridge, SubagentBridge
 from ania.studio_checkpointer import STUDIO_THREAD
+from core.registry import SessionExecutor, SharedExecutor
 from graphs.agent import build_agent_graph
 from graphs.clock import build_clock_graph
 from graphs.gate import build_gate_graph
@@ -39,7 +40,6 @@ from nodes.clock import NOT_FOR_CLOCK
 from nodes.subagent import subagent_executor
 from services.context import RunContext
 from services.subagents import SubagentRequest
-from tools.registry import SessionExecutor, SharedExecutor
 
 log = logging.getLogger("ania.studio")
 STUDIO_USER = "studio"

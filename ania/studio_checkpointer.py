@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from checkpoints.factory import open_checkpointer
-from services.config import Paths
+from core.settings import Paths
 from services.datadir import make_private
 
 #: KV key (app store) of the session a Studio thread copies.

@@ -63,8 +63,8 @@ async def sync_values(thread: str, saver: BaseCheckpointSaver | None = None) -> 
     from langgraph_runtime.ops import Threads
 
     from checkpoints.factory import open_checkpointer, thread_config
+    from core.settings import Paths
     from graphs.agent import build_agent_graph
-    from services.config import Paths
 
     async def snapshot(s: BaseCheckpointSaver) -> Any:
         return await build_agent_graph(lambda: 10**6, checkpointer=s).aget_state(thread_config(thread))
@@ -133,7 +133,7 @@ def running_url(data_dir: Path) -> str | None:
 
 @asynccontextmanager
 async def running() -> AsyncIterator[None]:
-    from services.config import Paths
+    from core.settings import Paths
 
     data_dir = Paths.from_env().data_dir
     url = os.environ.get("LANGGRAPH_API_URL", "")

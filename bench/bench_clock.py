@@ -32,9 +32,9 @@ from apscheduler.triggers.date import DateTrigger
 
 from ania.fakes.openai_server import Reply, ScriptedOpenAI
 from bench.common import USER, Ours, median, table
+from core.settings import Settings
 from services.clock import ClockService, parse
 from services.clock.store import ClockStore
-from services.config import Settings
 from services.outboxes import Outboxes
 from services.store import AppStore
 from services.subagents import Subagents

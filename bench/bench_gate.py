@@ -26,10 +26,10 @@ from typing import Any
 from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
 from bench.common import SESSION, USER, Ours, Peer, median, table, timed
 from checkpoints.factory import open_checkpointer
+from core.registry import ToolCall
 from graphs.gate import build_gate_graph
 from nodes.gates import plan_mode
 from nodes.tool_call import walk_gates
-from tools.registry import ToolCall
 
 N_CALLS = 200
 N_TURNS = 10

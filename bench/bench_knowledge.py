@@ -32,7 +32,7 @@ import rjieba
 from ania.compose import build_services
 from ania.fakes.openai_server import ScriptedOpenAI
 from bench.knowledge_corpus import EN_DOCS, GENERAL_EN, GENERAL_ZH, QUESTIONS, ZH_DOCS, Question
-from services.config import Paths, Settings
+from core.settings import Paths, Settings
 from services.context import RunContext
 from services.hooks import NoHooks
 from services.knowledge import GLOBAL, KnowledgeService

@@ -69,7 +69,7 @@ async def serve_worker(sock: Path, root: Path, base_url: str) -> None:
     from ania.engine import Engine
     from ania.loop import settle_heap
     from ania.platforms.bridge import ChatBridge
-    from services.config import Settings
+    from core.settings import Settings
 
     settings = Settings(llm={"base_url": base_url, "model": "scripted-model", "api_key": "k", "timeout_sec": 60,
                              "max_retries": 0, "max_concurrent_calls": 256}, bot={"admins": ["bench"], "msg_event_timeout_sec": 120})

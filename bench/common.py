@@ -24,7 +24,7 @@ from ania.engine import Engine
 from ania.fakes.openai_server import Recorded, ScriptedOpenAI
 from ania.platforms.bridge import ChatBridge
 from checkpoints.factory import CHECKPOINT_FILE, tune_sqlite
-from services.config import Settings
+from core.settings import Settings
 from services.hooks import HOOKS_FILE, NoHooks
 from services.llm import ModelFactory
 from tools.time_tool import TimeParams, TimeTool

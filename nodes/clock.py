@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.types import Send
 
+from core.registry import SessionExecutor, SharedExecutor
 from nodes.model import call_model
 from nodes.prompt import text_of
 from nodes.state import ClockState
@@ -27,7 +28,6 @@ from services.clock import BackgroundSubagents, ClockTask, show
 from services.container import Services
 from services.context import RunContext
 from tools.clock_subagents import async_subagent_tools
-from tools.registry import SessionExecutor, SharedExecutor
 
 MAX_SYNTHESIS = 5
 BRIEF = ("You are running a scheduled task of this chat ({label}, schedule \"{schedule}\", due {due}). Nobody is "

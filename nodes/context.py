@@ -13,8 +13,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from core.errors import MissingContext
 from services.context import RunContext
-from services.errors import MissingContext
 
 ContextFactory = Callable[[RunnableConfig], Awaitable[RunContext]]
 NodeFn = Callable[[Any, RunContext], Awaitable[Any]]

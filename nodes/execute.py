@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from core.errors import ToolError
+from core.registry import ToolCall
 from nodes.state import GateState
 from nodes.tool_calls import result_dict, tool_message
 from services.context import RunContext
-from services.errors import ToolError
 from services.usage import UsageMeter
-from tools.registry import ToolCall
 
 
 async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:

@@ -14,16 +14,16 @@ from typing import Any
 from langgraph.graph import END
 from langgraph.types import interrupt
 
+from core.errors import ToolError
+from core.registry import ToolCall
+from core.tool import AnyTool, Tool
 from nodes.hook_events import hook_event
 from nodes.safe_calls import unusable_error
 from nodes.state import GateState
 from nodes.tool_calls import tool_message
-from services.approvals import ALLOW_WORDS, DENY_WORDS
 from services.context import RunContext
-from services.errors import ToolError
+from services.gates.approvals import ALLOW_WORDS, DENY_WORDS
 from services.hooks import HookEvent, HookOutcome
-from tools.base import Tool
-from tools.registry import ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ async def plan_mode(state: GateState, ctx: RunContext) -> dict[str, Any]:
     return {"route": await _route(call, tool, args, ctx)}
 
 
-async def _route(call: ToolCall, tool: Tool, args: Any, ctx: RunContext) -> list[str]:
+async def _route(call: ToolCall, tool: AnyTool, args: Any, ctx: RunContext) -> list[str]:
     """The later gates that have work for this call, in their fixed order (the others are skipped)."""
     hooks = ctx.services.hooks
     route = ["pre_tool_hooks"] if await hooks.wants("PreToolUse", call.name) else []
@@ -139,7 +139,7 @@ async def post_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     return {"messages": [tool_message({**state, "notes": notes})]}
 
 
-def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext, tool: Tool) -> dict[str, Any]:
+def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext, tool: AnyTool) -> dict[str, Any]:
     """Pause this branch until someone decides; returns the gate's update."""
     masked = tool.shown_args(call.args)
     args = shown_args(masked)
@@ -192,7 +192,7 @@ async def human_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
     return _ask("human", call, why, ctx, tool) if why else {}
 
 
-def _human_reason(call: ToolCall, tool: Tool, args: Any, ctx: RunContext) -> str | None:
+def _human_reason(call: ToolCall, tool: AnyTool, args: Any, ctx: RunContext) -> str | None:
     settings = ctx.services.settings.approval
     if not settings.enable:
         return None

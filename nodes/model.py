@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Command, Overwrite
 
 from checkpoints.fold import fold_messages
+from core.errors import ConfigError
 from nodes.compact import needs_compaction
 from nodes.images import present_images
 from nodes.metered import QuotaReached, metered
@@ -29,7 +30,6 @@ from nodes.safe_calls import safe_reply
 from nodes.state import AgentState, add_usage, usage_of
 from nodes.tool_calls import pending_calls
 from services.context import RunContext
-from services.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

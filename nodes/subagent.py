@@ -32,13 +32,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Durability
 
 from checkpoints.factory import thread_config
+from core.registry import SessionExecutor, SharedExecutor
 from nodes.hook_events import hook_event
 from nodes.model import call_model
 from nodes.prompt import text_of
 from nodes.state import SubagentState
 from services.context import CallbackBridge, RunContext
 from services.subagents import NOT_FOR_SUBAGENTS, SubagentRequest, SubagentResult, SubagentStatus
-from tools.registry import SessionExecutor, SharedExecutor
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

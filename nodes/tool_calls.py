@@ -13,10 +13,10 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import END
 from langgraph.types import Send
 
+from core.registry import ToolCall, ToolOutcome, parse_raw_arguments
 from nodes.safe_calls import MARK as UNUSABLE_MARK
 from nodes.state import AgentState, GateState
 from services.unicode_safe import scrub
-from tools.registry import ToolCall, ToolOutcome, parse_raw_arguments
 
 TOOL_NODE = "tool_call"
 #: The result of a call whose gates failed with an unexpected error (a bug, logged with its traceback).

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from services.errors import ConfigError
+from core.errors import ConfigError
 from services.files import atomic_write_text
 from services.store import AppStore
 

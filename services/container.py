@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.admins import Admins
-from services.approvals import Approvals
+from core.registry import SharedExecutor
+from core.settings import Paths, Settings
 from services.clock import ClockService
 from services.commands import CommandStore
-from services.config import Paths, Settings
-from services.config_edit import ConfigEditor
+from services.configure.edit import ConfigEditor
+from services.gates.admins import Admins
+from services.gates.approvals import Approvals
+from services.gates.plan_mode import PlanMode
 from services.hooks.types import HookRunner
 from services.images import ImageShelf
 from services.knowledge import KnowledgeService
@@ -18,7 +20,6 @@ from services.llm import CallLimiter, ModelFactory, VisionDescriber
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
 from services.persona import Persona
-from services.plan_mode import PlanMode
 from services.sessions import SessionRegistry
 from services.skills import SkillInstaller, SkillRegistry
 from services.store import AppStore
@@ -26,7 +27,6 @@ from services.subagents import Subagents
 from services.teams import TeamStore
 from services.todos import TodoStore
 from services.usage import QueryLog, Quota
-from tools.registry import SharedExecutor
 
 
 @dataclass(frozen=True)

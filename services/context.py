@@ -11,10 +11,10 @@ import time
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from core.errors import ToolError
+from core.registry import SessionExecutor
 from services.container import Services
-from services.errors import ToolError
 from services.usage import MessageLimits, UsageMeter
-from tools.registry import SessionExecutor
 
 #: Who runs: the session's own agent, a subagent, a clock task's one-shot agent, or a team member.
 AgentKind = Literal["main", "subagent", "clock", "team_member"]

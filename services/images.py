@@ -10,10 +10,10 @@ from __future__ import annotations
 import base64
 import itertools
 
-from services.config import Settings
+from core.settings import Settings
 from services.lru import LRU
-from services.netfetch import FetchError as FetchError  # the image paths catch the guard's error family
-from services.netfetch import Guard, fetch
+from services.net.fetch import FetchError as FetchError  # the image paths catch the guard's error family
+from services.net.fetch import Guard, fetch
 
 MAX_IMAGE_BYTES = 10 * 1024 * 1024
 IMAGES_PER_SESSION = 16
@@ -61,7 +61,7 @@ def data_url(b64: str) -> str:
 
 async def fetch_bytes(url: str, timeout: float, *, private_ok: bool = False, setting: str = "") -> bytes:
     """An image at `url` (http/https only, at most MAX_IMAGE_BYTES) through the address guard
-    (services/netfetch.py): a URL from a member, the model or an API answer; FetchError on any failure."""
+    (services/net/fetch.py): a URL from a member, the model or an API answer; FetchError on any failure."""
     return (await fetch(url, Guard(MAX_IMAGE_BYTES, timeout, private_ok, setting))).body
 
 

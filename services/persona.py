@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from services.config import Settings
-from services.errors import ConfigError
+from core.errors import ConfigError
+from core.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from core.registry import SessionExecutor, SharedExecutor
 from services.lru import LRU
-from tools.registry import SessionExecutor, SharedExecutor
 
 Restorer = Callable[[str, SessionExecutor], None]
 MAX_SESSIONS = 1024

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
-from services.config import SubagentSettings
-from services.errors import ToolError
+from core.errors import ToolError
+from core.settings import SubagentSettings
+from core.tool import AnyTool
 from services.teams import Team
-from tools.base import Tool
 
 SubagentKind = Literal["subagent", "team_member"]
 #: How a run ended: it answered, it failed (model error, bug), its time ran out, it hit its round limit, or the
@@ -97,7 +97,7 @@ class SubagentRequest:
     #: Names its thread `<session>/sub/<run_id>`; "" = a new id.
     run_id: str = ""
     #: The tools it gets; None = the parent's, less NOT_FOR_SUBAGENTS.
-    tools: tuple[Tool, ...] | None = None
+    tools: tuple[AnyTool, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from services.errors import ToolError
+from core.errors import ToolError
 from services.store import AppStore
 
 GLOBAL = "global"

@@ -14,7 +14,7 @@ from ania.engine import Engine
 from ania.entry import MessageEntry
 from ania.fakes.openai_server import ScriptedOpenAI
 from ania.platforms.bridge import ChatBridge
-from services.config import Paths, Settings
+from core.settings import Paths, Settings
 from services.container import Services
 from services.context import RunContext
 from services.hooks.types import NoHooks

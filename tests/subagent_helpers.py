@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ania.fakes.openai_server import Reply, Step
-from tools.base import Tool
+from core.tool import Tool
 
 BRIEF_START = "You are a subagent:"
 

@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 
 from ania.fakes.openai_server import Calls, Fail, Reply, Stall
 from checkpoints.factory import thread_config
+from core.tool import Tool
 from tests.conftest import make_settings
-from tools.base import Tool
 
 
 class SleepParams(BaseModel):

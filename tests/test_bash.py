@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from services.config import BashSettings, Settings
+from core.errors import ConfigError, ToolError
+from core.settings import BashSettings, Settings
 from services.context import RunContext
-from services.errors import ConfigError, ToolError
 from services.sandbox import bwrap as sandbox
 from tests.conftest import run_context
 from tools import bash as bash_module

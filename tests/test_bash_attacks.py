@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from services.config import ApprovalSettings, Settings
-from services.errors import ToolError
+from core.errors import ToolError
+from core.settings import ApprovalSettings, Settings
 from tests.test_bash import make_ctx, run, tool  # noqa: F401 - make_ctx is a fixture
 from tools.bash import BashParams, BashTool
 from tools.bash_parse import MAX_SEGMENTS

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from services.errors import ToolError
+from core.errors import ToolError
 from services.sandbox import bwrap as sandbox
 from tests.test_bash import NEEDS_BWRAP, make_ctx, mode, procs_with, run, tool, wait_no_procs  # noqa: F401
 from tools import bash as bash_module

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 
 from ania.fakes.openai_server import Reply
+from core.registry import SharedExecutor
 from services.lru import LRU
 from services.mcp.loads import CACHED_SESSIONS
 from services.sessions import MAX_SESSIONS, SessionRegistry
 from tests.conftest import make_settings
-from tools.registry import SharedExecutor
 
 
 async def test_five_thousand_sessions_leave_bounded_maps(scripted_llm, make_chat):

@@ -15,10 +15,10 @@ import pytest
 from ania.fakes.openai_server import Calls, Reply
 from checkpoints.factory import open_checkpointer
 from checkpoints.history import history_lines
+from core.tool import Tool
 from tests.conftest import make_settings
 from tests.test_agent_loop import SleepParams
 from tests.test_gates import tool_results
-from tools.base import Tool
 
 
 def nested(depth: int) -> Any:

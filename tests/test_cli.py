@@ -66,7 +66,7 @@ def test_settings_are_checked_before_the_heavy_imports(tmp_path):
                           timeout=60)
     assert done.stdout == "2 []\n" and done.stderr.startswith("ania: missing setting llm.base_url")
     helped = subprocess.run([sys.executable, "-c", "import sys\nfrom ania.cli import main\ntry:\n main(['--help'])\n"
-                             "except SystemExit:\n print(sorted(m for m in ('asyncio', 'pydantic', 'services.config') "
+                             "except SystemExit:\n print(sorted(m for m in ('asyncio', 'pydantic', 'core.settings') "
                              "if m in sys.modules))"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert helped.stdout.splitlines()[-1] == "[]"
 
@@ -172,8 +172,8 @@ def test_sigint_stops_it_even_when_started_as_a_background_job(tmp_path):
 
 def test_serve_help_lists_the_onebot_settings_from_their_descriptions(tmp_path):
     """`serve --help` named none of the settings it uses; now each [onebot] key, its variable and its
-    description (read from services/config_platform.py, so it cannot drift)."""
-    from services.config_platform import OneBotSettings
+    description (read from core/settings/platform.py, so it cannot drift)."""
+    from core.settings.platform import OneBotSettings
 
     done = ania("serve", "--help", env=clean_env(tmp_path))
     assert done.returncode == 0 and done.stderr == ""

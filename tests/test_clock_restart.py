@@ -17,13 +17,13 @@ from datetime import UTC, datetime
 
 from ania.fakes.openai_server import Calls, Reply, Stall
 from ania.platforms.onebot.serve import run_serve
+from core.tool import NoParams, Tool
 from tests.clock_helpers import clock_settings, finished, runs_until, task_row
 from tests.onebot_fake import FakeOneBot
 from tests.onebot_helpers import BOT, make_engine
 from tests.subagent_helpers import Router, requests_of, wait_for
 from tests.terminal_helpers import ROOT, env_for
 from tests.test_subagents import SendFile
-from tools.base import NoParams, Tool
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 

@@ -12,9 +12,9 @@ import pytest
 from apscheduler.triggers.cron import CronTrigger
 from croniter import croniter
 
+from core.errors import ToolError
 from services.clock.misfire import MAX_COUNTED, overdue
 from services.clock.schedule import FORMS, crontab_weekdays, human_seconds, parse, parse_duration, parse_for_task
-from services.errors import ToolError
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")

@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 
 from ania.fakes.openai_server import Reply, Stall
+from core.registry import ToolCall
+from core.settings import Settings
 from services.clock import show
 from services.clock.schedule import FORMS
-from services.config import Settings
 from tests.clock_helpers import clock_settings, finished, runs_until
 from tests.conftest import run_context
 from tests.subagent_helpers import wait_for
-from tools.registry import ToolCall
 
 CREATED = re.compile(r'Created task (\d+) "[^"]+": .+; next .+\nEach run\'s final reply is sent to this chat\.')
 

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from services.config import Paths, load_settings, registry, require_llm
-from services.errors import ConfigError
+from core.errors import ConfigError
+from core.settings import Paths, load_settings, registry, require_llm
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +91,7 @@ def test_unknown_keys_and_sections_are_warned_with_file_line_and_closest_key(tmp
     path = tmp_path / "ania.toml"
     path.write_text('timeout = 1\n[llm]\nbase_url = "http://x/v1"\nmodle = "m"\nbogus_key = 1\n\n[agnet]\n'
                     'max_rounds = 3\n\n[bot]\nmax_rounds = 4\n')
-    with caplog.at_level(logging.WARNING, logger="services.config"):
+    with caplog.at_level(logging.WARNING, logger="core.settings"):
         settings = load_settings(tmp_path)
     assert settings.llm.base_url == "http://x/v1" and settings.agent.max_rounds == 20  # the rest still loads
     assert caplog.messages == [
@@ -110,7 +110,7 @@ def test_dotted_keys_and_unknown_environment_variables(tmp_path, monkeypatch, ca
     monkeypatch.setenv("ania_llm_model", "y")  # one underscore: not a setting
     monkeypatch.setenv("ANIA_CONFIG_DIR", str(tmp_path))  # the directories are not settings, and fine
     monkeypatch.setenv("ANIA_SOMETHING_ELSE", "z")  # nothing like a setting: not ours to judge
-    with caplog.at_level(logging.WARNING, logger="services.config"):
+    with caplog.at_level(logging.WARNING, logger="core.settings"):
         assert load_settings(tmp_path).llm.model == "m"
     assert caplog.messages == [
         f"{tmp_path / 'ania.toml'}:2: unknown key llm.modle (ignored); did you mean llm.model?",

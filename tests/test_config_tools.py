@@ -7,7 +7,7 @@ import json
 import tomllib
 
 from ania.fakes.openai_server import Calls, Reply
-from services.config import ADMINS_ONLY_KEYS, registry
+from core.settings import ADMINS_ONLY_KEYS, registry
 from tests.approval_helpers import ADMINS, run_approved, turn_results
 from tests.conftest import make_settings
 from tests.test_gates import wait_for

@@ -7,7 +7,7 @@ import pytest
 
 from ania.fakes.openai_server import Calls, Reply
 from checkpoints.sessions import session_messages
-from services.errors import ToolError
+from core.errors import ToolError
 from services.teams import Member, Team
 from services.usage import MessageLimits
 from tests.clock_helpers import clock_settings, finished, runs_until

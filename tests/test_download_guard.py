@@ -1,6 +1,6 @@
 """Downloads the model, a member, a web page or a remote API can steer never reach the bot's own machine or
 network (issue 22, item 6): an image segment's URL (load_images), the image URLs a meme API answers, a
-page read without a reader, and every redirect, all through one guard (services/netfetch.py). The
+page read without a reader, and every redirect, all through one guard (services/net/fetch.py). The
 "private" server is a real HTTP server on 127.0.0.1 that records every request; refused means it was
 never asked, and the turn goes on with a clear tool result. Each feature's allow_private_hosts lets it through.
 """
@@ -196,13 +196,13 @@ async def test_a_compressed_image_is_capped_at_its_decoded_size(scripted_llm, ma
 ])
 async def test_an_ipv6_form_of_a_private_address_is_refused(address):
     """On an IPv6-only host behind NAT64, a DNS answer of 64:ff9b::a00:5 reaches the LAN's 10.0.0.5."""
-    from services.netguard import PrivateAddress, public_target
+    from services.net.guard import PrivateAddress, public_target
 
     with pytest.raises(PrivateAddress, match="is a loopback or private-network address"):
         await public_target(f"http://[{address}]/x")
 
 
 async def test_a_public_address_through_nat64_is_still_allowed():
-    from services.netguard import public_target
+    from services.net.guard import public_target
 
     assert (await public_target("http://[64:ff9b::808:808]/x")).url == "http://[64:ff9b::808:808]/x"

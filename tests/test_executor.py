@@ -6,8 +6,8 @@ import asyncio
 
 from pydantic import BaseModel, Field
 
-from tools.base import Tool
-from tools.registry import SessionExecutor, SharedExecutor, ToolCall
+from core.registry import SessionExecutor, SharedExecutor, ToolCall
+from core.tool import Tool
 
 
 class P(BaseModel):

@@ -21,7 +21,7 @@ import pytest
 
 from ania.cli import _parser
 from ania.fakes.openai_server import Calls, Reply, load_script
-from services.config import load_settings, registry
+from core.settings import load_settings, registry
 from services.hooks.config import parse_hooks
 from services.mcp.config import load_specs
 from tests.mcp_servers.harness import time_spec

@@ -10,9 +10,9 @@ import time
 from pydantic import BaseModel, Field
 
 from ania.fakes.openai_server import Calls, Reply
+from core.tool import Tool
 from services.hooks.manager import HookManager
 from tests.conftest import make_settings
-from tools.base import Tool
 
 
 class KV(BaseModel):
@@ -183,7 +183,7 @@ async def test_timeout_denies_and_is_logged(scripted_llm, make_chat):
 
 
 def test_approval_timeout_is_clamped():
-    from services.config import ApprovalSettings
+    from core.settings import ApprovalSettings
 
     assert ApprovalSettings(timeout_sec=1).effective_timeout == 10
     assert ApprovalSettings(timeout_sec=999).effective_timeout == 240

@@ -25,11 +25,11 @@ from ania.engine import Engine
 from ania.entry import MessageEntry
 from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
 from ania.platforms.bridge import ChatBridge
+from core.tool import Tool
 from services.hooks import HookEvent, HookManager, HookOutcome
 from tests.conftest import make_settings
 from tests.hook_helpers import write_config
 from tests.test_gates import tool_results
-from tools.base import Tool
 
 uvloop = pytest.importorskip("uvloop")
 

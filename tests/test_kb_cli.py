@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from services.config import Settings
+from core.settings import Settings
 from services.knowledge import KnowledgeService
 
 ROOT = Path(__file__).resolve().parent.parent

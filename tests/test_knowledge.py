@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from services.config import Settings
-from services.errors import ToolError
+from core.errors import ToolError
+from core.settings import Settings
 from services.knowledge import GLOBAL, KnowledgeService, StoreError
 
 RULES = ("本群禁止发广告和刷屏。违反一次警告，违反三次由管理员移出群聊。\n\n"

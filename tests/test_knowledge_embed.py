@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from ania.fakes.openai_server import Dims, Fail, Stall
-from services.config import Settings
+from core.settings import Settings
 from services.knowledge import KnowledgeService
 
 DOCS = {

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.config import Settings
-from services.errors import ToolError
+from core.errors import ToolError
+from core.settings import Settings
 from services.knowledge import GLOBAL, KnowledgeService
 
 CHROMA = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))

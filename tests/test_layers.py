@@ -1,7 +1,9 @@
 """The house rules (docs/ARCHITECTURE.md), checked on the source: imports point down only, and no cycles.
 
 Every import counts: module level, inside a function, and under `if TYPE_CHECKING:`. A module may import
-modules of its own layer or below; the import graph between project modules has no cycle.
+modules of its own layer or below; the import graph between project modules has no cycle, and neither has
+the graph between packages (`services` and `checkpoints` share a layer, so only one may import the other).
+A file's layer is its package's: the tree shows it.
 """
 
 from __future__ import annotations
@@ -10,20 +12,18 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("ania", "graphs", "nodes", "tools", "services", "checkpoints")
+#: Layers by package (DESIGN: 5 runtime, 4 graphs, 3 nodes, 2 tools, 1 services and persistence, 0 core:
+#: the tool abstraction, schemas, the tool registry, typed settings, the errors, the run-context protocol).
+LAYERS = {"ania": 5, "graphs": 4, "nodes": 3, "tools": 2, "services": 1, "checkpoints": 1, "core": 0}
+PACKAGES = tuple(LAYERS)
 
-#: The bottom layer: the tool abstraction, schemas, the tool registry, typed settings, the errors.
-LAYER_0 = {"tools.base", "tools.schema", "tools.registry", "services.config", "services.config_sections",
-           "services.config_platform",
-           "services.config_check", "services.errors"}
-#: Layers by package (DESIGN: 5 runtime, 4 graphs, 3 nodes, 2 tools, 1 services and persistence).
-LAYERS = {"ania": 5, "graphs": 4, "nodes": 3, "tools": 2, "services": 1, "checkpoints": 1}
+
+def package(module: str) -> str:
+    return module.split(".")[0]
 
 
 def layer(module: str) -> int:
-    if module in LAYER_0:
-        return 0
-    return LAYERS[module.split(".")[0]]
+    return LAYERS[package(module)]
 
 
 def modules() -> dict[str, Path]:
@@ -105,6 +105,23 @@ def test_no_import_cycles():
         if v not in index:
             visit(v)
     assert cycles == []
+
+
+def test_packages_import_each_other_one_way_only():
+    """Package level: no two packages import each other (e.g. no `services` module imports `tools` while
+    `tools` imports `services`), so each package sits wholly on its layer."""
+    edges: dict[str, set[str]] = {}
+    for m, targets in graph().items():
+        edges.setdefault(package(m), set()).update(package(t) for t in targets if package(t) != package(m))
+    both_ways = sorted(f"{a} <-> {b}" for a in edges for b in edges[a] if a < b and a in edges.get(b, set()))
+    assert both_ways == []
+    assert edges["core"] == set(), "layer 0 imports nothing of ours above it"
+
+
+def test_every_source_file_is_in_a_layered_package():
+    """A new top-level package must be given a layer here before it can hold code."""
+    top = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "bench"}
+    assert top <= set(LAYERS), f"packages without a layer: {sorted(top - set(LAYERS))}"
 
 
 def test_the_checker_sees_function_local_and_type_checking_imports(tmp_path):

@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
+from core.registry import ToolCall
 from tests.mcp_servers.harness import HTTPServer, free_port, make_env, write_config
 from tools.mcp import engine_tools
-from tools.registry import ToolCall
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(30)]
 

@@ -203,7 +203,7 @@ async def test_only_private_chats_file_ids_are_remembered():
     from ania.platforms.onebot.connection import Connection
     from ania.platforms.onebot.message import Segment
     from ania.platforms.onebot.outbound import SEEN_FILES, Outbound
-    from services.config import OneBotSettings
+    from core.settings import OneBotSettings
 
     async def no_events(_event: dict) -> None:
         return None

@@ -13,7 +13,7 @@ from ania.platforms.onebot.message import (
     split_text,
     to_cq,
 )
-from services.config import BotSettings
+from core.settings import BotSettings
 
 
 def test_cq_string_as_in_the_spec():

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from ania.fakes.openai_server import Calls, Reply, Stall
 from ania.operations import call_status
 from checkpoints.sessions import latest_checkpoint
-from services.config import QuotaSettings
+from core.settings import QuotaSettings
 from services.store import AppStore
 from services.usage import QueryFilter, Quota
 from tests.conftest import make_settings

@@ -12,9 +12,9 @@ import re
 import pytest
 
 from ania.fakes.openai_server import Calls, Reply
-from services.admins import Admins
-from services.approvals import Approvals
-from services.config import Settings
+from core.settings import Settings
+from services.gates.admins import Admins
+from services.gates.approvals import Approvals
 from tests.onebot_helpers import ADMIN
 from tests.subagent_helpers import Router
 from tests.test_gates import tool_results

@@ -9,12 +9,12 @@ import sys
 import tomlkit
 
 from ania.fakes.openai_server import Calls, Reply
+from core.registry import ToolCall
 from tests.approval_helpers import run_approved, turn_results
 from tests.hook_helpers import alive
 from tests.mcp_servers.harness import DEMO
 from tests.test_agent_loop import SleepTool
 from tests.test_gates import wait_for
-from tools.registry import ToolCall
 
 
 def write_files(tmp_path, llm, *, comment: str = "# written by the test") -> None:

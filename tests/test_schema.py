@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from tools.schema import function_schema, normalize, params_schema
+from core.schema import function_schema, normalize, params_schema
 
 
 class Color(StrEnum):

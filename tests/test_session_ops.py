@@ -225,7 +225,7 @@ def test_cli_errors_are_one_clear_line(monkeypatch, tmp_path, capsys):
 
 async def test_the_session_commands_from_the_command_line(scripted_llm, make_chat, tmp_path, monkeypatch, capsys):
     from ania import logs_cli
-    from services.config import LogsSettings
+    from core.settings import LogsSettings
     from services.store import AppStore
     from services.usage import QueryFilter, QueryLog
 

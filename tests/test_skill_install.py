@@ -12,7 +12,7 @@ import os
 import pytest
 
 from ania.fakes.openai_server import Calls, Reply
-from services.netguard import PrivateAddress, Unresolved, public_target
+from services.net.guard import PrivateAddress, Unresolved, public_target
 from services.skills.fetch import CODELOAD, Source, classify, github_source
 from services.skills.parse import SkillError
 from tests.approval_helpers import ADMINS, run_approved, turn_results

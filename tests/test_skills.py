@@ -156,7 +156,7 @@ async def test_installed_wins_broken_skipped_allow_list_and_a_lone_skill_md(make
 
 
 def make_settings_plain(**sections):
-    from services.config import Settings
+    from core.settings import Settings
 
     return Settings(**sections)
 

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from ania.platforms.bridge import ChatBridge, SubagentBridge
-from services.config import SubagentSettings
-from services.errors import ToolError
+from core.errors import ToolError
+from core.settings import SubagentSettings
 from services.store import AppStore
 from services.subagents import NOT_FOR_SUBAGENTS, budget, clamp_note, clamp_timeout, cut
 from services.teams import GLOBAL, Member, Team, TeamStore, check_name
@@ -120,9 +120,9 @@ def test_usage_meter_adds_up_across_threads():
 
 async def test_recursion_tools_refuse_inside_a_subagent_even_if_offered(make_services):
     """Defence in depth: were a subagent's executor ever given them, the tools still refuse."""
+    from core.tool import NoParams
     from services.subagents import SubagentRequest
     from tests.conftest import run_context
-    from tools.base import NoParams
     from tools.subagent import SubagentRunParams, SubagentRunTool
     from tools.team import TeamListTool, TeamRunParams, TeamRunTool
 

@@ -8,12 +8,12 @@ from pydantic import BaseModel, Field
 
 from ania.fakes.openai_server import Calls, Reply, Stall
 from checkpoints.sessions import list_sessions, session_messages
+from core.tool import Tool
 from services.hooks import HookEvent, HookOutcome
 from services.hooks.manager import HookManager
 from tests.conftest import make_settings
 from tests.subagent_helpers import Router, Sleepy, requests_of, tool_results, wait_for
 from tests.test_gates import hooks_file
-from tools.base import Tool
 
 RECURSION = {"subagent_run", "team_delete", "team_list", "team_run", "team_save"}
 META = re.compile(r"\[subagent ok, [0-9.]+ s, (\d+) model calls?, (\d+) tokens\]")

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ToolArgumentError, ToolError
+from core.registry import ToolCall
 from services.context import RunContext
-from services.errors import ToolArgumentError, ToolError
 from services.store import AppStore
 from services.todos import TodoItem, TodoStore
 from tests.conftest import run_context
-from tools.registry import ToolCall
 from tools.todo import MAX_CONTENT_CHARS, MAX_ITEMS, TodoWriteTool
 
 SESSION = "group:42"

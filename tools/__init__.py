@@ -1,1 +1,1 @@
-"""What the model can call (docs/ARCHITECTURE.md, layer 2); base.py, schema.py and registry.py are layer 0."""
+"""What the model can call (docs/ARCHITECTURE.md, layer 2); the tool base, schemas and registry are core/."""

@@ -30,20 +30,18 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from services.config import BashSettings, Settings
-from services.errors import ConfigError, ToolError
+from core.errors import ConfigError, ToolError
+from core.settings import BashSettings, Settings
+from core.tool import AnyTool, Tool
+from services.context import RunContext
 from services.sandbox import limits as rlimits
 from services.sandbox.bwrap import bot_dirs, bwrap_args, probe
 from services.sandbox.run import MAX_OUTPUT_CHARS, run_command
-from tools.base import Tool
 from tools.bash_parse import REDIR, analyse, parse_line, split_commands, words  # noqa: F401 - re-exported
-
-if TYPE_CHECKING:
-    from services.context import RunContext
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +159,7 @@ def resource_limits(settings: BashSettings) -> tuple[rlimits.Limits, str]:
     return dataclasses.replace(limits, **dict.fromkeys(names, 0)), ""
 
 
-class BashTool(Tool[BashParams]):
+class BashTool(Tool[BashParams, RunContext]):
     name = "bash"
     description = BASH_DESCRIPTION
     params = BashParams
@@ -234,7 +232,7 @@ class BashTool(Tool[BashParams]):
         return await run_command(args.command, self.workdir, timeout, sandbox, self.limits)
 
 
-def bash_tools(settings: Settings, data_dir: Path, config_dir: Path | None = None) -> list[Tool]:
+def bash_tools(settings: Settings, data_dir: Path, config_dir: Path | None = None) -> list[AnyTool]:
     """The bash tool when `bash.enable` is on, else nothing (it is then never offered)."""
     if not settings.bash.enable:
         return []

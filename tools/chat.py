@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from core.errors import ToolError
+from core.tool import AnyTool, NoParams, Tool
 from services.context import RunContext
-from services.errors import ToolError
 from services.images import CANNOT_SEE, can_see
-from tools.base import NoParams, Tool
 
 
 def sees(ctx: RunContext) -> bool:
@@ -29,7 +29,7 @@ class HistoryParams(BaseModel):
     count: int = Field(20, ge=1, le=100, description="How many of the latest messages to read (1-100)")
 
 
-class GetMsgHistoryTool(Tool[HistoryParams]):
+class GetMsgHistoryTool(Tool[HistoryParams, RunContext]):
     name = "get_msg_history"
     description = "Read the latest messages of this chat (who said what, oldest first)."
     params = HistoryParams
@@ -42,7 +42,7 @@ class FileUrlParams(BaseModel):
     file_id: str = Field(description="The file_id shown in a [file ...] marker of a message")
 
 
-class GetPrivateFileUrlTool(Tool[FileUrlParams]):
+class GetPrivateFileUrlTool(Tool[FileUrlParams, RunContext]):
     name = "get_private_file_url"
     description = "Get a download URL for a file someone sent in this chat (by its file_id)."
     params = FileUrlParams
@@ -53,7 +53,7 @@ class GetPrivateFileUrlTool(Tool[FileUrlParams]):
         return await ctx.bridge.get_private_file_url(args.file_id.strip())
 
 
-class LoadImagesTool(Tool[NoParams]):
+class LoadImagesTool(Tool[NoParams, RunContext]):
     name = "load_images"
     description = ("Look at the images of the current message and of the message it replies to "
                    "(shown as [image] in the text).")
@@ -69,7 +69,7 @@ class SendImageParams(BaseModel):
     ref: str = Field(description='The ref of an image you were shown, e.g. "img-3"')
 
 
-class SendImageTool(Tool[SendImageParams]):
+class SendImageTool(Tool[SendImageParams, RunContext]):
     name = "send_image"
     description = "Send an image you were given by ref (from a tool result) to this chat."
     params = SendImageParams
@@ -97,5 +97,5 @@ def route_images(ctx: RunContext, images: list[str], label: str = "image") -> st
     return "\n".join(lines)
 
 
-def chat_tools() -> list[Tool]:
+def chat_tools() -> list[AnyTool]:
     return [GetMsgHistoryTool(), GetPrivateFileUrlTool(), LoadImagesTool(), SendImageTool()]

@@ -8,17 +8,13 @@ effects: plan mode blocks them. The checks and texts are the service's (services
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import BaseModel, Field
 
+from core.errors import ToolError
+from core.tool import AnyTool, Tool
 from services.clock import FORMS, run_line
 from services.clock.texts import TaskView
-from services.errors import ToolError
-from tools.base import Tool
-
-if TYPE_CHECKING:
-    from services.context import RunContext
+from services.context import RunContext
 
 CLOCK_CREATE_DESCRIPTION = (
     "Schedule a task for this chat, e.g. a reminder or \"every weekday at 9, summarize the news\". At each fire "
@@ -86,7 +82,7 @@ def _next(view: TaskView) -> str:
     return view.line().removeprefix("- ")
 
 
-class ClockCreateTool(Tool[ClockCreateParams]):
+class ClockCreateTool(Tool[ClockCreateParams, RunContext]):
     name = "clock_create"
     description = CLOCK_CREATE_DESCRIPTION
     params = ClockCreateParams
@@ -103,7 +99,7 @@ class ClockCreateTool(Tool[ClockCreateParams]):
                 "Each run's final reply is sent to this chat.")
 
 
-class ClockListTool(Tool[ClockListParams]):
+class ClockListTool(Tool[ClockListParams, RunContext]):
     name = "clock_list"
     description = CLOCK_LIST_DESCRIPTION
     params = ClockListParams
@@ -118,7 +114,7 @@ class ClockListTool(Tool[ClockListParams]):
         return "\n".join([head, *(v.line(with_session=args.all_sessions) for v in views)])
 
 
-class ClockUpdateTool(Tool[ClockUpdateParams]):
+class ClockUpdateTool(Tool[ClockUpdateParams, RunContext]):
     name = "clock_update"
     description = CLOCK_UPDATE_DESCRIPTION
     params = ClockUpdateParams
@@ -130,7 +126,7 @@ class ClockUpdateTool(Tool[ClockUpdateParams]):
         return _clamp_note(ctx, args.timeout_sec) + f"Updated task {_next(view)}"
 
 
-class ClockDeleteTool(Tool[ClockDeleteParams]):
+class ClockDeleteTool(Tool[ClockDeleteParams, RunContext]):
     name = "clock_delete"
     description = CLOCK_DELETE_DESCRIPTION
     params = ClockDeleteParams
@@ -142,7 +138,7 @@ class ClockDeleteTool(Tool[ClockDeleteParams]):
         return f"Deleted task {view.id}{name}."
 
 
-class ClockLogTool(Tool[ClockLogParams]):
+class ClockLogTool(Tool[ClockLogParams, RunContext]):
     name = "clock_log"
     description = CLOCK_LOG_DESCRIPTION
     params = ClockLogParams
@@ -155,6 +151,6 @@ class ClockLogTool(Tool[ClockLogParams]):
         return "\n".join(["Task log, newest first:", *(run_line(r, clock.tz) for r in runs)])
 
 
-def clock_tools(timezone: str = "") -> list[Tool]:
+def clock_tools(timezone: str = "") -> list[AnyTool]:
     """The five tools; `timezone` (the clock's) is named in clock_create's description."""
     return [ClockCreateTool(timezone), ClockDeleteTool(), ClockListTool(), ClockLogTool(), ClockUpdateTool()]

@@ -12,19 +12,16 @@ tools (nodes/clock.py).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from core.errors import ToolError
+from core.tool import AnyTool, NoParams, Tool
 from services.clock import BackgroundSubagents
 from services.clock.background import OWN_TIMEOUT_MARGIN_SEC
-from services.errors import ToolError
+from services.context import RunContext
 from services.subagents import SubagentRequest, admit, budget, clamp_note
-from tools.base import NoParams, Tool
 from tools.subagent import SubagentRunParams, checked_task
-
-if TYPE_CHECKING:
-    from services.context import RunContext
 
 ASYNC_RUN_DESCRIPTION = (
     "Start a one-shot subagent in the background and get its id at once; start several to work in parallel. "
@@ -46,7 +43,7 @@ class CancelParams(BaseModel):
     id: str = Field(description="The subagent's id, as subagent_run returned it (e.g. s1).")
 
 
-class AsyncSubagentRunTool(Tool[SubagentRunParams]):
+class AsyncSubagentRunTool(Tool[SubagentRunParams, RunContext]):
     name = "subagent_run"
     description = ASYNC_RUN_DESCRIPTION
     params = SubagentRunParams
@@ -68,7 +65,7 @@ class AsyncSubagentRunTool(Tool[SubagentRunParams]):
         return clamp_note(args.timeout_sec, settings) + STARTED.format(id=job.id, budget=round(seconds, 1))
 
 
-class SubagentListTool(Tool[NoParams]):
+class SubagentListTool(Tool[NoParams, RunContext]):
     name = "subagent_list"
     description = LIST_DESCRIPTION
 
@@ -83,7 +80,7 @@ class SubagentListTool(Tool[NoParams]):
         return "\n".join(j.line(now) for j in jobs)
 
 
-class SubagentCancelTool(Tool[CancelParams]):
+class SubagentCancelTool(Tool[CancelParams, RunContext]):
     name = "subagent_cancel"
     description = CANCEL_DESCRIPTION
     params = CancelParams
@@ -96,5 +93,5 @@ class SubagentCancelTool(Tool[CancelParams]):
         return CANCELLED.format(id=job.id)
 
 
-def async_subagent_tools(background: BackgroundSubagents) -> list[Tool]:
+def async_subagent_tools(background: BackgroundSubagents) -> list[AnyTool]:
     return [SubagentCancelTool(background), SubagentListTool(background), AsyncSubagentRunTool(background)]

@@ -2,9 +2,9 @@
 
 config_set and config_file_set change the configuration: they always need an admin other than the
 requester, whatever `approval.enable` says (`changes_config`), and plan mode blocks them. The reads need
-no approval: config_get masks sensitive values (and shows the values of services/config.py's
+no approval: config_get masks sensitive values (and shows the values of core/settings/__init__.py's
 `ADMINS_ONLY_KEYS`, such as bot.admins, to admins only), and config_file_get (whole files, which may hold commands
-and credentials) answers only when an admin asked. The work is in services/config_edit.py.
+and credentials) answers only when an admin asked. The work is in services/configure/edit.py.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from services.config_edit import masked_set_args
-from services.config_files import masked_file_args
+from core.errors import ToolError
+from core.tool import AnyTool, Tool
+from services.configure.edit import masked_set_args
+from services.configure.files import masked_file_args
 from services.context import RunContext
-from services.errors import ToolError
-from tools.base import Tool
 
 FileName = Literal["commands_json", "hooks_json", "mcp_json", "prompt_json"]
 
@@ -45,7 +45,7 @@ class GetParams(BaseModel):
     key: str | None = Field(None, description="section.key, e.g. llm.model; omit to list every key")
 
 
-class ConfigGet(Tool[GetParams]):
+class ConfigGet(Tool[GetParams, RunContext]):
     name = "config_get"
     description = GET_DESCRIPTION
     params = GetParams
@@ -59,7 +59,7 @@ class SetParams(BaseModel):
     value: str = Field(description='The new value: JSON (120, true, ["a", "b"], null) or plain text for a text setting')
 
 
-class ConfigSet(Tool[SetParams]):
+class ConfigSet(Tool[SetParams, RunContext]):
     name = "config_set"
     description = SET_DESCRIPTION
     params = SetParams
@@ -78,7 +78,7 @@ class FileParams(BaseModel):
     name: FileName = Field(description="Which file")
 
 
-class ConfigFileGet(Tool[FileParams]):
+class ConfigFileGet(Tool[FileParams, RunContext]):
     name = "config_file_get"
     description = FILE_GET_DESCRIPTION
     params = FileParams
@@ -94,7 +94,7 @@ class FileSetParams(BaseModel):
     content: str = Field(description="The whole new file (JSON)")
 
 
-class ConfigFileSet(Tool[FileSetParams]):
+class ConfigFileSet(Tool[FileSetParams, RunContext]):
     name = "config_file_set"
     description = FILE_SET_DESCRIPTION
     params = FileSetParams
@@ -109,5 +109,5 @@ class ConfigFileSet(Tool[FileSetParams]):
                                                     actor=ctx.requester, approved_by=ctx.approved_by)
 
 
-def config_tools() -> list[Tool]:
+def config_tools() -> list[AnyTool]:
     return [ConfigFileGet(), ConfigFileSet(), ConfigGet(), ConfigSet()]

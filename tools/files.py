@@ -14,11 +14,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from services.config import Settings
+from core.errors import ToolError
+from core.settings import Settings
+from core.tool import AnyTool, Tool
 from services.context import RunContext
-from services.errors import ToolError
 from services.images import CANNOT_SEE
-from tools.base import Tool
 from tools.chat import how_shown, sees
 
 OUTSIDE = "{path} is outside the directories files may come from (files.allowed_dirs: {dirs})"
@@ -75,7 +75,7 @@ class PathParams(BaseModel):
     path: str = Field(description="Path of the file, inside an allowed directory (relative paths start in the first)")
 
 
-class SendFileTool(Tool[PathParams]):
+class SendFileTool(Tool[PathParams, RunContext]):
     name = "send_file"
     description = "Send a file from the bot's allowed directories to this chat."
     params = PathParams
@@ -88,7 +88,7 @@ class SendFileTool(Tool[PathParams]):
         return f"Sent {path.name} to the chat." if result == "sent" else result
 
 
-class LocalImageTool(Tool[PathParams]):
+class LocalImageTool(Tool[PathParams, RunContext]):
     name = "local_image"
     description = "Look at an image file from the bot's allowed directories."
     params = PathParams
@@ -101,5 +101,5 @@ class LocalImageTool(Tool[PathParams]):
         return f"{text} ({how_shown(ctx)})" if text.startswith("Loaded") else text
 
 
-def file_tools(settings: Settings) -> list[Tool]:
+def file_tools(settings: Settings) -> list[AnyTool]:
     return [LocalImageTool(), SendFileTool()] if allowed_dirs(settings) else []

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from services.errors import ToolError
+from core.errors import ToolError
+from core.tool import AnyTool, Tool
+from services.context import RunContext
 from services.knowledge import GLOBAL, Added, DocInfo, Hit
-from tools.base import Tool
-
-if TYPE_CHECKING:
-    from services.context import RunContext
 
 RESULT_RUNES = 8000
 CUT = "\n[results cut at {limit} characters; search with more specific words for the rest]"
@@ -101,7 +99,7 @@ class KbAddParams(BaseModel):
     scope: Literal["session", "global"] = Field("session", description='"session" (this chat) or "global"')
 
 
-class KbAddTool(Tool[KbAddParams]):
+class KbAddTool(Tool[KbAddParams, RunContext]):
     name = "kb_add"
     description = KB_ADD
     params = KbAddParams
@@ -121,7 +119,7 @@ class KbSearchParams(BaseModel):
     top_k: int = Field(5, ge=1, le=20, description="How many passages to return (1-20)")
 
 
-class KbSearchTool(Tool[KbSearchParams]):
+class KbSearchTool(Tool[KbSearchParams, RunContext]):
     name = "kb_search"
     description = KB_SEARCH
     params = KbSearchParams
@@ -139,7 +137,7 @@ class KbListParams(BaseModel):
     limit: int = Field(20, ge=1, le=100, description="How many documents to list, newest first (1-100)")
 
 
-class KbListTool(Tool[KbListParams]):
+class KbListTool(Tool[KbListParams, RunContext]):
     name = "kb_list"
     description = KB_LIST
     params = KbListParams
@@ -155,7 +153,7 @@ class KbDeleteParams(BaseModel):
                         max_length=64)
 
 
-class KbDeleteTool(Tool[KbDeleteParams]):
+class KbDeleteTool(Tool[KbDeleteParams, RunContext]):
     name = "kb_delete"
     description = KB_DELETE
     params = KbDeleteParams
@@ -170,5 +168,5 @@ class KbDeleteTool(Tool[KbDeleteParams]):
         return f'Deleted "{info.title}" ({info.id}, {plural(info.chunks, "passage")}) from {scope_label(info.scope)}.'
 
 
-def knowledge_tools() -> list[Tool]:
+def knowledge_tools() -> list[AnyTool]:
     return [KbAddTool(), KbDeleteTool(), KbListTool(), KbSearchTool()]

@@ -4,7 +4,7 @@
 (`meme.key`); `meme.list_path` and `meme.img_field` are GJSON paths to the result list and, inside one
 result, to the image URL. Any API that answers with a list of image URLs fits; the default is GIPHY
 stickers. A template that needs `${key}` with no key configured gets an instruction, not the upstream 401.
-The image URLs come from the API's answer, so they go through the address guard (services/netfetch.py):
+The image URLs come from the API's answer, so they go through the address guard (services/net/fetch.py):
 loopback and private-network hosts are refused unless `meme.allow_private_hosts` is on.
 """
 
@@ -18,11 +18,11 @@ from urllib.parse import quote
 import gjson
 from pydantic import BaseModel, Field
 
+from core.errors import ToolError
+from core.tool import Tool
 from services.context import RunContext
-from services.errors import ToolError
 from services.images import fetch_bytes, sniff_mime
-from services.netfetch import FetchError, Guard, TimedOut, fetch
-from tools.base import Tool
+from services.net.fetch import FetchError, Guard, TimedOut, fetch
 
 MAX_API_BYTES = 2 * 1024 * 1024
 SETTING = "meme.allow_private_hosts"
@@ -60,7 +60,7 @@ def image_urls(doc: Any, list_path: str, img_field: str) -> list[str]:
     return urls
 
 
-class MemeTool(Tool[MemeParams]):
+class MemeTool(Tool[MemeParams, RunContext]):
     name = "meme"
     description = "Find a meme/sticker image about a topic and send it to the chat."
     params = MemeParams

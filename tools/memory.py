@@ -6,15 +6,11 @@ Saving and deleting are side effects (plan mode blocks them); in a group only an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import BaseModel, Field
 
-from tools.base import Tool
+from core.tool import AnyTool, Tool
+from services.context import RunContext
 from tools.knowledge import hits_text, plural
-
-if TYPE_CHECKING:
-    from services.context import RunContext
 
 MEMORY_SAVE = (
     "Remember a lasting fact about this chat or its people for future conversations, also after a "
@@ -35,7 +31,7 @@ class MemorySaveParams(BaseModel):
     content: str = Field(description="The fact to remember, in a short self-contained sentence")
 
 
-class MemorySaveTool(Tool[MemorySaveParams]):
+class MemorySaveTool(Tool[MemorySaveParams, RunContext]):
     name = "memory_save"
     description = MEMORY_SAVE
     params = MemorySaveParams
@@ -53,7 +49,7 @@ class MemorySearchParams(BaseModel):
     top_k: int = Field(5, ge=1, le=20, description="How many memories to return (1-20)")
 
 
-class MemorySearchTool(Tool[MemorySearchParams]):
+class MemorySearchTool(Tool[MemorySearchParams, RunContext]):
     name = "memory_search"
     description = MEMORY_SEARCH
     params = MemorySearchParams
@@ -70,7 +66,7 @@ class MemoryDeleteParams(BaseModel):
                            max_length=64)
 
 
-class MemoryDeleteTool(Tool[MemoryDeleteParams]):
+class MemoryDeleteTool(Tool[MemoryDeleteParams, RunContext]):
     name = "memory_delete"
     description = MEMORY_DELETE
     params = MemoryDeleteParams
@@ -83,5 +79,5 @@ class MemoryDeleteTool(Tool[MemoryDeleteParams]):
         return f"Forgot {info.id}."
 
 
-def memory_tools() -> list[Tool]:
+def memory_tools() -> list[AnyTool]:
     return [MemoryDeleteTool(), MemorySaveTool(), MemorySearchTool()]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from services.config import Settings
+from core.settings import Settings
+from core.tool import AnyTool, NoParams, Tool
 from services.context import RunContext
-from tools.base import NoParams, Tool
 
 READ_DESCRIPTION = (
     "Read a skill listed in available_skills: its SKILL.md (with the list of its other files), or one of "
@@ -33,7 +33,7 @@ class ReadParams(BaseModel):
     file: str | None = Field(None, description="A file of the skill, relative to its folder, e.g. reference.md")
 
 
-class SkillRead(Tool[ReadParams]):
+class SkillRead(Tool[ReadParams, RunContext]):
     name = "skill_read"
     description = READ_DESCRIPTION
     params = ReadParams
@@ -42,7 +42,7 @@ class SkillRead(Tool[ReadParams]):
         return ctx.services.skills.read(args.name, args.file)
 
 
-class SkillReload(Tool[NoParams]):
+class SkillReload(Tool[NoParams, RunContext]):
     name = "skill_reload"
     description = RELOAD_DESCRIPTION
 
@@ -51,7 +51,7 @@ class SkillReload(Tool[NoParams]):
         return "Reloaded. " + ctx.services.skills.listing()
 
 
-class SkillList(Tool[NoParams]):
+class SkillList(Tool[NoParams, RunContext]):
     name = "skill_list"
     description = LIST_DESCRIPTION
 
@@ -63,7 +63,7 @@ class InstallParams(BaseModel):
     source: str = Field(description="zip URL, GitHub repository URL, SKILL.md URL, or the full SKILL.md text")
 
 
-class SkillInstall(Tool[InstallParams]):
+class SkillInstall(Tool[InstallParams, RunContext]):
     name = "skill_install"
     description = INSTALL_DESCRIPTION
     params = InstallParams
@@ -79,7 +79,7 @@ class RemoveParams(BaseModel):
     name: str = Field(description=SKILL_NAME)
 
 
-class SkillRemove(Tool[RemoveParams]):
+class SkillRemove(Tool[RemoveParams, RunContext]):
     name = "skill_remove"
     description = REMOVE_DESCRIPTION
     params = RemoveParams
@@ -91,8 +91,8 @@ class SkillRemove(Tool[RemoveParams]):
             args.name, session=ctx.session_key, actor=ctx.requester, approved_by=ctx.approved_by)
 
 
-def skill_tools(settings: Settings) -> list[Tool]:
-    tools: list[Tool] = [SkillRead(), SkillReload()]
+def skill_tools(settings: Settings) -> list[AnyTool]:
+    tools: list[AnyTool] = [SkillRead(), SkillReload()]
     if settings.skill_tool.enable:
         tools += [SkillInstall(), SkillList(), SkillRemove()]
     return tools

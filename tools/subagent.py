@@ -8,16 +8,12 @@ less a reserve, or refuse) and renders the result: one line of run metadata, the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import BaseModel, Field
 
-from services.errors import ToolError
+from core.errors import ToolError
+from core.tool import Tool
+from services.context import RunContext
 from services.subagents import SubagentRequest, admit, budget, clamp_note
-from tools.base import Tool
-
-if TYPE_CHECKING:
-    from services.context import RunContext
 
 MAX_TASK = 20000
 
@@ -53,7 +49,7 @@ def checked_task(task: str) -> str:
     return task
 
 
-class SubagentRunTool(Tool[SubagentRunParams]):
+class SubagentRunTool(Tool[SubagentRunParams, RunContext]):
     name = "subagent_run"
     description = SUBAGENT_RUN_DESCRIPTION
     params = SubagentRunParams

@@ -11,18 +11,16 @@ Subagents and team members never get these tools (services/subagents.py NOT_FOR_
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from services.errors import ToolError
+from core.errors import ToolError
+from core.tool import AnyTool, NoParams, Tool
+from services.context import RunContext
 from services.subagents import TeamRunRequest, admit, budget, clamp_note
 from services.teams import GLOBAL, MAX_MEMBERS, MAX_NAME, Member, Team, check_members, check_name, validated
-from tools.base import NoParams, Tool
 from tools.subagent import checked_task
-
-if TYPE_CHECKING:
-    from services.context import RunContext
 
 ScopeArg = Literal["session", "global"]
 
@@ -103,7 +101,7 @@ def describe(team: Team) -> str:
     return f"- {team.name} ({_where(team)}): {team.purpose} Members: {members}{extra}."
 
 
-class TeamSaveTool(Tool[TeamSaveParams]):
+class TeamSaveTool(Tool[TeamSaveParams, RunContext]):
     name = "team_save"
     description = TEAM_SAVE_DESCRIPTION
     params = TeamSaveParams
@@ -126,7 +124,7 @@ class TeamSaveTool(Tool[TeamSaveParams]):
         return f'{verb} team "{team.name}" ({_where(team)}, {n} member{"" if n == 1 else "s"}). Run it with team_run.'
 
 
-class TeamListTool(Tool[NoParams]):
+class TeamListTool(Tool[NoParams, RunContext]):
     name = "team_list"
     description = TEAM_LIST_DESCRIPTION
 
@@ -138,7 +136,7 @@ class TeamListTool(Tool[NoParams]):
         return f"Teams ({len(teams)}):\n" + "\n".join(describe(t) for t in teams)
 
 
-class TeamDeleteTool(Tool[TeamDeleteParams]):
+class TeamDeleteTool(Tool[TeamDeleteParams, RunContext]):
     name = "team_delete"
     description = TEAM_DELETE_DESCRIPTION
     params = TeamDeleteParams
@@ -159,7 +157,7 @@ class TeamDeleteTool(Tool[TeamDeleteParams]):
         return f'Deleted team "{name}".'
 
 
-class TeamRunTool(Tool[TeamRunParams]):
+class TeamRunTool(Tool[TeamRunParams, RunContext]):
     name = "team_run"
     description = TEAM_RUN_DESCRIPTION
     params = TeamRunParams
@@ -183,5 +181,5 @@ class TeamRunTool(Tool[TeamRunParams]):
         return clamp_note(args.timeout_sec, settings) + text
 
 
-def team_tools() -> list[Tool]:
+def team_tools() -> list[AnyTool]:
     return [TeamDeleteTool(), TeamListTool(), TeamRunTool(), TeamSaveTool()]

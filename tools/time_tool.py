@@ -8,16 +8,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field
 
+from core.errors import ToolError
+from core.tool import Tool
 from services.context import RunContext
-from services.errors import ToolError
-from tools.base import Tool
 
 
 class TimeParams(BaseModel):
     timezone: str = Field("UTC", description="IANA timezone name, e.g. Asia/Shanghai or Europe/Berlin")
 
 
-class TimeTool(Tool[TimeParams]):
+class TimeTool(Tool[TimeParams, RunContext]):
     name = "time"
     description = "Get the current date, time and weekday in a timezone."
     params = TimeParams

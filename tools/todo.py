@@ -8,16 +8,13 @@ one. The list lives in the app store (services/todos.py); `prepare` shows it aga
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from services.errors import ToolError
+from core.errors import ToolError
+from core.tool import Tool
+from services.context import RunContext
 from services.todos import TodoItem
-from tools.base import Tool
-
-if TYPE_CHECKING:
-    from services.context import RunContext
 
 MAX_ITEMS = 50
 MAX_CONTENT_CHARS = 500
@@ -71,7 +68,7 @@ def summary(items: list[TodoItem]) -> str:
     )
 
 
-class TodoWriteTool(Tool[TodoWriteParams]):
+class TodoWriteTool(Tool[TodoWriteParams, RunContext]):
     name = "todo_write"
     description = TODO_WRITE_DESCRIPTION
     params = TodoWriteParams

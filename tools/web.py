@@ -5,7 +5,7 @@ tests point them at 127.0.0.1. `web.jina_api_key` is optional. Results are cut a
 (an HTTP error, a timeout, a bad URL) is a clear tool result, never an exception the user sees.
 The endpoints are the operator's (they may be on the LAN); the page's URL goes to the reader as text. A
 redirect to another host, and a page fetched directly (`web.reader_url = ""`), go through the address
-guard (services/netfetch.py) unless `web.allow_private_hosts` is on.
+guard (services/net/fetch.py) unless `web.allow_private_hosts` is on.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 
+from core.errors import ToolError
+from core.tool import AnyTool, Tool
 from services.context import RunContext
-from services.errors import ToolError
 from services.mcp.convert import truncate
-from services.netfetch import FetchError, Guard, TimedOut, fetch, host_of
-from tools.base import Tool
+from services.net.fetch import FetchError, Guard, TimedOut, fetch, host_of
 
 MAX_RUNES = 8000
 MAX_BYTES = 4 * 1024 * 1024  # an answer is cut at 8000 runes anyway
@@ -57,7 +57,7 @@ class SearchParams(BaseModel):
     query: str = Field(description="What to search the web for")
 
 
-class WebSearchTool(Tool[SearchParams]):
+class WebSearchTool(Tool[SearchParams, RunContext]):
     name = "webSearch"
     description = "Search the web; returns the top results with titles, URLs and text."
     params = SearchParams
@@ -75,7 +75,7 @@ class ExploreParams(BaseModel):
     url: str = Field(description="The http(s) URL of the page to read")
 
 
-class WebExploreTool(Tool[ExploreParams]):
+class WebExploreTool(Tool[ExploreParams, RunContext]):
     name = "webExplore"
     description = "Read a web page (as text) by its URL."
     params = ExploreParams
@@ -88,5 +88,5 @@ class WebExploreTool(Tool[ExploreParams]):
         return await _get(ctx, f"reading {url[:200]}", reader + url, trusted=bool(reader))
 
 
-def web_tools() -> list[Tool]:
+def web_tools() -> list[AnyTool]:
     return [WebExploreTool(), WebSearchTool()]

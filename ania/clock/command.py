@@ -7,9 +7,9 @@ for the model, which never reaches another chat's tasks).
 
 from __future__ import annotations
 
+from core.errors import ToolError
 from services.clock import run_line
 from services.container import Services
-from services.errors import ToolError
 
 USAGE = ("Usage: /clock list [all] | /clock run <id> | /clock pause <id> | /clock resume <id> | /clock del <id> | "
          "/clock log [<id>]")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from services.errors import ConfigError
+from core.errors import ConfigError
 
 
 @dataclass

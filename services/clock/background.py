@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from services.errors import ToolError
+from core.errors import ToolError
 from services.subagents import STATUS_WORDS, SubagentRequest, SubagentResult, Subagents, cut
 from services.usage import UsageMeter
 

@@ -12,13 +12,13 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from core.errors import ToolError
+from core.settings import ClockSettings
 from services.clock.model import ClockRun, ClockTask
 from services.clock.schedule import Schedule, parse, parse_for_task
 from services.clock.store import ClockStore
 from services.clock.texts import TaskView
 from services.clock.zones import local_zone
-from services.config import ClockSettings
-from services.errors import ToolError
 
 MAX_PROMPT = 4000
 MAX_NAME = 40

@@ -30,7 +30,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from services.errors import ToolError
+from core.errors import ToolError
 
 ScheduleKind = Literal["cron", "every", "once"]
 

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from core.errors import RunError, ToolError
+from core.settings import Settings
 from services.clock.background import BackgroundSubagents
 from services.clock.book import UNREADABLE, TaskBook, why
 from services.clock.misfire import overdue
@@ -36,8 +38,6 @@ from services.clock.scheduler import Scheduler
 from services.clock.store import ClockStore
 from services.clock.texts import FAILED, INTERRUPTED, TIMED_OUT, TaskView, missed_notice, next_words
 from services.clock.zones import local_zone
-from services.config import Settings
-from services.errors import RunError, ToolError
 from services.files import OwnerLock
 from services.outboxes import Outboxes
 from services.store import AppStore

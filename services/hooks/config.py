@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from services.errors import ConfigError
+from core.errors import ConfigError
 from services.hooks.types import EVENTS
 
 DEFAULT_TIMEOUT_SEC = 10.0

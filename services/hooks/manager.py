@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from services.errors import ConfigError
+from core.errors import ConfigError
 from services.hooks.config import HookTable, ShellHook, parse_hooks
 from services.hooks.shell import build_stdin, execute, failed, interpret
 from services.hooks.types import EVENTS, HookEvent, HookEventName, HookOutcome

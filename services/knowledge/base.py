@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from services.errors import ToolError
+from core.errors import ToolError
 from services.knowledge.embedder import Embedder
 from services.knowledge.index import Chunk, KeywordIndex
 from services.knowledge.store import ChromaStore, DocInfo, StoreError

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import httpx
 import numpy as np
 
-from services.config import EmbeddingSettings
+from core.settings import EmbeddingSettings
 
 log = logging.getLogger(__name__)
 

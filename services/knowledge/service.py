@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from services.config import Settings
-from services.errors import ToolError
+from core.errors import ToolError
+from core.settings import Settings
 from services.knowledge.base import Added, ChunkBase, Hit, digest
 from services.knowledge.embedder import Embedder
 from services.knowledge.index import KeywordIndex

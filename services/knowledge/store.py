@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from services.errors import ToolError
+from core.errors import ToolError
 from services.knowledge.index import Chunk
 
 log = logging.getLogger(__name__)

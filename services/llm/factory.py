@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 from langchain_openai import ChatOpenAI
 
-from services.config import Settings, require_llm
+from core.settings import Settings, require_llm
 from services.llm.http import model_http_client
 from services.llm.lean_openai import LeanChatOpenAI
 

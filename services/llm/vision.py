@@ -12,7 +12,7 @@ import httpx
 from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 
-from services.config import Settings
+from core.settings import Settings
 from services.images import data_url
 from services.llm.http import model_http_client
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.errors import ToolError
+from core.errors import ToolError
 from services.files import atomic_write_text
 
 MCP_FILE = "mcp.json"

@@ -19,8 +19,8 @@ import jsonschema
 from jsonschema.validators import validator_for
 from mcp import types
 
-from services.errors import SchemaError
-from tools.schema import normalize
+from core.errors import SchemaError
+from core.schema import normalize
 
 PREFIX = "mcp__"
 MAX_NAME = 64  # OpenAI function names: ^[a-zA-Z0-9_-]{1,64}$

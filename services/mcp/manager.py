@@ -14,7 +14,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from services.config import Settings
+from core.registry import SessionExecutor, SharedExecutor
+from core.settings import Settings
+from core.tool import AnyTool
 from services.mcp.config import MCPError
 from services.mcp.control import ServerControl
 from services.mcp.convert import (
@@ -28,8 +30,6 @@ from services.mcp.loads import REMOVED, Handle, SessionLoads
 from services.mcp.servers import Server, ServerTable, ToolFactory
 from services.sessions import SessionRegistry
 from services.store import AppStore
-from tools.base import Tool
-from tools.registry import SessionExecutor, SharedExecutor
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class MCPManager:
     async def close(self) -> None:
         await self.table.close()
 
-    def eager_tools(self) -> list[Tool]:
+    def eager_tools(self) -> list[AnyTool]:
         return self.table.eager_tools()
 
     # --- discovery and loading (M2) -------------------------------------------------------------

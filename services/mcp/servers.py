@@ -16,21 +16,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.config import Settings
-from services.errors import ToolError
+from core.errors import ToolError
+from core.registry import SharedExecutor
+from core.settings import Settings
+from core.tool import AnyTool
 from services.mcp.config import MCP_FILE, ServerSpec, load_specs
 from services.mcp.conn import MCPConnection
 from services.mcp.convert import RemoteDef, unique_names
 from services.mcp.loads import Handle
 from services.store import AppStore
-from tools.base import Tool
-from tools.registry import SharedExecutor
 
 log = logging.getLogger(__name__)
 
 #: Turns a handle into the tool the model calls (tools/mcp/remote.py's RemoteTool, given by the
 #: composition root so that this service never imports the tools layer).
-ToolFactory = Callable[[Handle], Tool]
+ToolFactory = Callable[[Handle], AnyTool]
 
 
 @dataclass
@@ -125,7 +125,7 @@ class ServerTable:
         return ", ".join(sorted({*self.servers, *self.invalid})) or "(none)"
 
     # --- eager mode -------------------------------------------------------------------------------
-    def eager_tools(self) -> list[Tool]:
+    def eager_tools(self) -> list[AnyTool]:
         if self.lazy:
             return []
         names = {n for ns in self._eager.values() for n in ns}

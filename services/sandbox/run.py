@@ -22,7 +22,7 @@ import secrets
 import signal
 from pathlib import Path
 
-from services.errors import ToolError
+from core.errors import ToolError
 from services.processes import kill_group, minimal_env
 from services.sandbox import limits as rlimits
 from services.sandbox.bwrap import sandbox_env

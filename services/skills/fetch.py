@@ -3,7 +3,7 @@
 A source is the full SKILL.md text, a GitHub repository URL (turned into its codeload zip: the default
 branch, or `/tree/<ref>/<subdir>`, or `/blob/<ref>/<dir>/SKILL.md` for that skill's folder), or any other
 http(s) URL (a zip or a SKILL.md, told apart by the bytes). The download is the shared guarded one
-(services/netfetch.py: http(s) redirects only, a size cap, one deadline, every hop's host a public address
+(services/net/fetch.py: http(s) redirects only, a size cap, one deadline, every hop's host a public address
 unless `skills.allow_private_hosts` is on): a URL from a chat must not reach the bot's own machine or network.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from services.netfetch import FetchError, Guard, Refused, TimedOut, TooLarge, fetch
+from services.net.fetch import FetchError, Guard, Refused, TimedOut, TooLarge, fetch
 from services.skills.parse import SkillError
 
 CODELOAD = "https://codeload.github.com"

@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from services.config import SkillsSettings
+from core.settings import SkillsSettings
 from services.skills.archive import Limits, is_zip, unpack
 from services.skills.fetch import CODELOAD, Source, classify, download
 from services.skills.parse import SKILL_FILE, Skill, SkillError, check_name, parse_skill_text, read_skill

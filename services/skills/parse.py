@@ -16,7 +16,7 @@ import frontmatter
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from services.errors import ToolError
+from core.errors import ToolError
 
 SKILL_FILE = "SKILL.md"
 #: Lowercase letters, digits, `-` and `_`; 1-64 characters (Anthropic's limit), starting with a letter or digit.

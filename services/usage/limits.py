@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.errors import ToolError
+from core.errors import ToolError
 
 #: The calls the caps count.
 CAPPED = frozenset({"subagent_run", "team_run"})

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.config import LogsSettings
+from core.settings import LogsSettings
 from services.store import AppStore
 
 #: Tool calls kept per row (the total is kept too), and characters of each call's arguments.

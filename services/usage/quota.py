@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from services.config import QuotaSettings
+from core.settings import QuotaSettings
 from services.store import AppStore
 from services.usage.limits import MessageLimits
 

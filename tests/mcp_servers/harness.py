@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ania.compose import build_services
-from services.config import Paths, Settings
+from core.registry import SessionExecutor, SharedExecutor, ToolCall, ToolOutcome
+from core.settings import Paths, Settings
 from services.container import Services
 from services.context import RunContext
 from services.hooks import NoHooks
 from services.mcp import MCPManager
 from services.sessions import SessionRegistry
 from services.store import AppStore
-from tools.registry import SessionExecutor, SharedExecutor, ToolCall, ToolOutcome
 
 DEMO = str(Path(__file__).with_name("demo_server.py"))
 PATHS = {"streamable-http": "/mcp", "sse": "/sse"}

@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from core.tool import Tool
 from services.context import RunContext
 from services.mcp import MCPManager
-from tools.base import Tool
 from tools.mcp.remote import with_images
 
 DISCOVER_DESCRIPTION = (
@@ -45,7 +45,7 @@ class DiscoverParams(BaseModel):
     keyword: str | None = Field(None, description="Only tools whose name or description contains this text")
 
 
-class MCPDiscover(Tool[DiscoverParams]):
+class MCPDiscover(Tool[DiscoverParams, RunContext]):
     name = "mcp_discover"
     description = DISCOVER_DESCRIPTION
     params = DiscoverParams
@@ -58,7 +58,7 @@ class LoadParams(BaseModel):
     names: list[str] = Field(description="Full MCP tool names to load, e.g. mcp__server__tool", min_length=1)
 
 
-class MCPLoad(Tool[LoadParams]):
+class MCPLoad(Tool[LoadParams, RunContext]):
     name = "mcp_load"
     description = LOAD_DESCRIPTION_NATIVE
     params = LoadParams
@@ -87,7 +87,7 @@ class CallParams(BaseModel):
         return {} if v is None else v
 
 
-class MCPCall(Tool[CallParams]):
+class MCPCall(Tool[CallParams, RunContext]):
     name = "mcp_call"
     description = CALL_DESCRIPTION
     params = CallParams

@@ -13,11 +13,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from core.errors import ToolError
+from core.tool import NoParams, Tool
 from services.context import RunContext
-from services.errors import ToolError
 from services.mcp.config import parse_kv_list
 from services.mcp.control import ServerControl
-from tools.base import NoParams, Tool
 
 LIST_DESCRIPTION = "List the configured MCP servers with their state, transport and tool count."
 ADD_DESCRIPTION = (
@@ -40,7 +40,7 @@ def _control(ctx: RunContext) -> ServerControl:
     return ctx.services.mcp.control
 
 
-class MCPList(Tool[NoParams]):
+class MCPList(Tool[NoParams, RunContext]):
     name = "mcp_list"
     description = LIST_DESCRIPTION
 
@@ -79,7 +79,7 @@ class AddParams(BaseModel):
         return {k: v for k, v in raw.items() if v is not None}
 
 
-class MCPAdd(Tool[AddParams]):
+class MCPAdd(Tool[AddParams, RunContext]):
     name = "mcp_add"
     description = ADD_DESCRIPTION
     params = AddParams
@@ -94,7 +94,7 @@ class NameParams(BaseModel):
     name: str = Field(description=SERVER_NAME)
 
 
-class MCPRemove(Tool[NameParams]):
+class MCPRemove(Tool[NameParams, RunContext]):
     name = "mcp_remove"
     description = REMOVE_DESCRIPTION
     params = NameParams
@@ -105,7 +105,7 @@ class MCPRemove(Tool[NameParams]):
         return await _control(ctx).remove_server(args.name, session=ctx.session_key, actor=ctx.requester)
 
 
-class MCPReconnect(Tool[NameParams]):
+class MCPReconnect(Tool[NameParams, RunContext]):
     name = "mcp_reconnect"
     description = RECONNECT_DESCRIPTION
     params = NameParams

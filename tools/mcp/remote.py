@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.errors import ToolArgumentError
+from core.tool import Tool
 from services.context import RunContext
-from services.errors import ToolArgumentError
 from services.mcp import Handle
-from tools.base import Tool
 from tools.chat import route_images
 
 
-class RemoteTool(Tool[Any]):
+class RemoteTool(Tool[Any, RunContext]):
     """`mcp__<server>__<tool>`: validated locally, then called on the server's persistent session."""
 
     def __init__(self, handle: Handle) -> None:

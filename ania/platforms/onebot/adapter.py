@@ -27,8 +27,8 @@ from ania.platforms.onebot.connection import Connection, close_quietly, dial_for
 from ania.platforms.onebot.events import Incoming, allowed, chat_of, parse_event, strip_prefix
 from ania.platforms.onebot.message import mentions, reply_id
 from ania.platforms.onebot.outbound import Outbound
-from services.config import OneBotSettings
-from services.errors import ConfigError
+from core.errors import ConfigError
+from core.settings import OneBotSettings
 from services.locks import KeyedLocks
 
 log = logging.getLogger(__name__)

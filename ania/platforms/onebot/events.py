@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ania.platforms.onebot.message import Segment, parse_message, plain_text, render
-from services.config import BotSettings
+from core.settings import BotSettings
 
 
 @dataclass(frozen=True)

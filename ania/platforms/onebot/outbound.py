@@ -20,10 +20,10 @@ from typing import Any
 from ania.platforms.onebot.connection import Connection, OneBotError
 from ania.platforms.onebot.events import chat_of, parse_event
 from ania.platforms.onebot.message import Segment, split_text, text
-from services.config import OneBotSettings
+from core.settings import OneBotSettings
 from services.images import MAX_IMAGE_BYTES, FetchError, fetch_bytes
 from services.lru import LRU
-from services.netfetch import Refused
+from services.net.fetch import Refused
 
 log = logging.getLogger(__name__)
 

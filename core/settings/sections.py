@@ -1,4 +1,4 @@
-"""The sections of the settings, one pydantic model per `ania.toml` table (services/config.py assembles
+"""The sections of the settings, one pydantic model per `ania.toml` table (core/settings/__init__.py assembles
 them into `Settings`). Each field's description and `sensitive` flag make the key registry that
 `config_get`/`config_set` read."""
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from services.admins import Admins
-from services.config import Settings
+from core.settings import Settings
+from services.gates.admins import Admins
 from services.locks import KeyedLocks
 
 ALLOW_WORDS = ("allow", "yes", "允许", "同意")

@@ -2,7 +2,7 @@
 
 The settings model is also the key registry: each field carries a description and, through
 `json_schema_extra={"sensitive": True}`, a sensitive flag. `config_get`/`config_set`
-(services/config_edit.py) read that registry instead of keeping a second list of keys.
+(services/configure/edit.py) read that registry instead of keeping a second list of keys.
 
 Loading is strict where a mistake would silently change behaviour: an invalid value (in the file or
 the environment, JSON lists included) is one ConfigError line naming the key, its environment
@@ -27,7 +27,8 @@ from pydantic_settings import (
 )
 from pydantic_settings.exceptions import SettingsError
 
-from services.config_check import (
+from core.errors import ConfigError
+from core.settings.check import (
     ENV_PREFIX,
     OTHER_ENV,
     check_env_json,
@@ -37,8 +38,8 @@ from services.config_check import (
     unknown_in_env,
     unknown_in_file,
 )
-from services.config_platform import FilesSettings, MemeSettings, OneBotSettings, WebSettings
-from services.config_sections import (
+from core.settings.platform import FilesSettings, MemeSettings, OneBotSettings, WebSettings
+from core.settings.sections import (
     AgentSettings,
     ApprovalSettings,
     BashSettings,
@@ -55,14 +56,13 @@ from services.config_sections import (
     ToggleSettings,
     VisionSettings,
 )
-from services.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 CONFIG_FILE = "ania.toml"
 
 
-#: The section models live in services/config_sections.py; they are part of this module's API.
+#: The section models live in core/settings/sections.py; they are part of this module's API.
 __all__ = [
     "CONFIG_FILE",
     "ENV_PREFIX",

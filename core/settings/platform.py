@@ -1,6 +1,6 @@
 """The settings of the QQ platform and its built-in tools (T5-T7): `[onebot]`, `[web]`, `[meme]` and
-`[files]`, kept apart from services/config_sections.py so that each module stays one screenful of sections.
-services/config.py assembles both into `Settings`."""
+`[files]`, kept apart from core/settings/sections.py so that each module stays one screenful of sections.
+core/settings/__init__.py assembles both into `Settings`."""
 
 from __future__ import annotations
 

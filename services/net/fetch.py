@@ -19,7 +19,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from services.netguard import PrivateAddress, Target, Unresolved, public_target
+from services.net.guard import PrivateAddress, Target, Unresolved, public_target
 
 MAX_REDIRECTS = 5
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from services.config import Settings
+from core.settings import Settings
 
 
 class Admins:

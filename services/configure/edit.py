@@ -1,11 +1,11 @@
 """Reading and changing the configuration from the chat (T8, G3): settings keys and the JSON config files.
 
-Keys: the settings model is the registry (`services.config.registry()`): only its keys exist, values are
+Keys: the settings model is the registry (`core.settings.registry()`): only its keys exist, values are
 validated by the key's own field (type and bounds), sensitive values are masked when shown or logged. A
 change is written into `config/ania.toml` with tomlkit, so the file's comments, order and other keys stay
 as they were; the running settings are frozen, so it takes effect after /reboot.
 
-Files: `mcp.json`, `hooks.json`, `commands.json`, `prompt.json`, validated by services/config_files.py
+Files: `mcp.json`, `hooks.json`, `commands.json`, `prompt.json`, validated by services/configure/files.py
 (a file that does not validate is refused and the old one kept) and written atomically. Who may call
 these is the tools' business (tools/config.py); who asked and who approved is logged here.
 """
@@ -25,10 +25,10 @@ import tomlkit
 from pydantic import BaseModel, ValidationError
 from tomlkit.exceptions import TOMLKitError
 
+from core.errors import ConfigError, ToolError
+from core.settings import CONFIG_FILE, KeyInfo, Paths, Settings, registry
 from services.commands import CommandStore
-from services.config import CONFIG_FILE, KeyInfo, Paths, Settings, registry
-from services.config_files import CONFIG_FILES, MASK, MAX_FILE, TAKES_EFFECT, checked_file, shown_file
-from services.errors import ConfigError, ToolError
+from services.configure.files import CONFIG_FILES, MASK, MAX_FILE, TAKES_EFFECT, checked_file, shown_file
 from services.files import atomic_write_text
 from services.store import AppStore
 

@@ -1,32 +1,38 @@
 """The tool abstraction (T1): a name, a description, a pydantic params model and an async execute.
 
-Errors (services/errors.py): `ToolError` is told to the model as the tool's result; anything else a tool
+Errors (core/errors.py): `ToolError` is told to the model as the tool's result; anything else a tool
 raises is also caught by the registry and reported as an error result; `SchemaError` is developer misuse
 and fails at start.
 
-This is the bottom layer, so `execute` takes the run context untyped; each tool annotates it as
-`services.context.RunContext`, which lives a layer up with the services it carries.
+The base is generic over its parameters and over the run context it needs: the built-in tools are
+`Tool[Params, RunContext]` (`services.context.RunContext`, a layer up with the services it carries); the
+bottom layer knows the context only as the `ToolContext` protocol (core/context.py).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from functools import cached_property
-from typing import Any, ClassVar, Generic, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeAlias, cast
 
 from pydantic import BaseModel, ValidationError
+from typing_extensions import TypeVar  # a default for C (PEP 696) before Python 3.13
 
-from services.errors import ToolArgumentError
-from tools.schema import function_schema, params_schema
+from core.context import ToolContext
+from core.errors import ToolArgumentError
+from core.schema import function_schema, params_schema
 
 P = TypeVar("P", bound=BaseModel)
+#: The run context a tool needs; the registry passes it through untouched. `Tool[Params]` is a tool over the
+#: bare protocol (a test's tool); the built-ins name theirs: `Tool[Params, RunContext]`.
+C = TypeVar("C", bound=ToolContext, default=ToolContext)
 
 
 class NoParams(BaseModel):
     """For tools without parameters."""
 
 
-class Tool(ABC, Generic[P]):
+class Tool(ABC, Generic[P, C]):
     """Subclasses set `name`, `description`, `params` and implement `execute`."""
 
     # Class attributes for built-ins; a tool made at run time (an MCP tool) sets them per instance.
@@ -57,7 +63,7 @@ class Tool(ABC, Generic[P]):
             )
             raise ToolArgumentError(problems) from None
 
-    def has_side_effect(self, args: P, ctx: Any) -> bool:
+    def has_side_effect(self, args: P, ctx: C) -> bool:
         """Whether plan mode blocks this call; a proxy tool (mcp_call) decides per target."""
         return self.side_effect
 
@@ -66,10 +72,14 @@ class Tool(ABC, Generic[P]):
         secrets (config_set of a sensitive key) masks them here."""
         return raw
 
-    def approval_reason(self, args: P, ctx: Any) -> str | None:
+    def approval_reason(self, args: P, ctx: C) -> str | None:
         """Why this particular call needs a human's approval, or None. bash overrides this (G6)."""
         return None
 
     @abstractmethod
-    async def execute(self, args: P, ctx: Any) -> str:
+    async def execute(self, args: P, ctx: C) -> str:
         """Run the call and return the text the model reads."""
+
+
+#: A tool of any parameters and context, as the tables hold them.
+AnyTool: TypeAlias = Tool[Any, Any]

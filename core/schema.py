@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from services.errors import SchemaError
+from core.errors import SchemaError
 
 # Keys come out in this order; anything else follows, sorted.
 _KEY_ORDER = (

@@ -1,4 +1,4 @@
-"""What `load_settings` checks beyond pydantic (services/config.py): where in `ania.toml` a key is (file
+"""What `load_settings` checks beyond pydantic (core/settings/__init__.py): where in `ania.toml` a key is (file
 and line, for errors), unknown keys and sections with the closest known key, `ANIA_*` variables that are
 no setting, and JSON lists in the environment. `sections` is the settings' table name → section model."""
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from services.errors import ConfigError
+from core.errors import ConfigError
 
 ENV_PREFIX = "ANIA_"
 #: `ANIA_*` variables that are not settings (the two directories; the bash runner's marker; the URL

@@ -1,5 +1,5 @@
 """The JSON config files the chat may read and replace (T8): `mcp.json`, `hooks.json`, `commands.json`,
-`prompt.json`. Each is validated by the code that reads it; services/config_edit.py writes them.
+`prompt.json`. Each is validated by the code that reads it; services/configure/edit.py writes them.
 
 In mcp.json the values of `env` and `headers` are shown masked; a masked value written back keeps the saved
 one, and a `${VAR}` reference that the file did not have before is refused (the MCP adapters would expand
@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from core.errors import ConfigError, ToolError
 from services.commands import parse_commands
-from services.errors import ConfigError, ToolError
 from services.hooks.config import parse_hooks
 from services.mcp.config import ServerSpec
 from services.persona import parse_prompt

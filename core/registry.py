@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from services.errors import ToolArgumentError, ToolError
-from tools.base import Tool
+from core.context import ToolContext
+from core.errors import ToolArgumentError, ToolError
+from core.tool import AnyTool
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +57,11 @@ class ToolOutcome:
 class ToolTable:
     """A name → tool mapping replaced wholesale on every change."""
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        self._tools: Mapping[str, Tool] = {}
+    def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
+        self._tools: Mapping[str, AnyTool] = {}
         self.add(tools)
 
-    def add(self, tools: Iterable[Tool]) -> None:
+    def add(self, tools: Iterable[AnyTool]) -> None:
         new = dict(self._tools)
         for t in tools:
             new[t.name] = t
@@ -70,10 +71,10 @@ class ToolTable:
         drop = set(names)
         self._tools = {k: v for k, v in self._tools.items() if k not in drop}
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> AnyTool | None:
         return self._tools.get(name)
 
-    def snapshot(self) -> Mapping[str, Tool]:
+    def snapshot(self) -> Mapping[str, AnyTool]:
         return self._tools
 
 
@@ -85,28 +86,28 @@ class SessionExecutor:
     """The tools one session sees: its own table over the shared one. `owner` is the session whose own
     executor this is (what it loads is kept for later turns); None for a throwaway one (subagent, clock)."""
 
-    def __init__(self, shared: SharedExecutor, session_tools: Iterable[Tool] = (), owner: str | None = None) -> None:
+    def __init__(self, shared: SharedExecutor, session_tools: Iterable[AnyTool] = (), owner: str | None = None) -> None:
         self.shared = shared
         self.own = ToolTable(session_tools)
         self.owner = owner
 
-    def load(self, tools: Iterable[Tool]) -> None:
+    def load(self, tools: Iterable[AnyTool]) -> None:
         self.own.add(tools)
 
     def unload(self, names: Iterable[str]) -> None:
         self.own.remove(names)
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> AnyTool | None:
         return self.own.get(name) or self.shared.get(name)
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[AnyTool]:
         merged = {**self.shared.snapshot(), **self.own.snapshot()}
         return [merged[k] for k in sorted(merged)]
 
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema for t in self.tools()]
 
-    def resolve(self, call: ToolCall) -> tuple[Tool, Any]:
+    def resolve(self, call: ToolCall) -> tuple[AnyTool, Any]:
         """The tool and its validated arguments, or a ToolError whose text the model reads."""
         if call.args_error is not None:
             raise ToolError(BAD_JSON.format(name=call.name, detail=call.args_error))
@@ -119,7 +120,7 @@ class SessionExecutor:
         except ToolArgumentError as e:
             raise ToolError(BAD_ARGS.format(name=call.name, detail=e)) from None
 
-    async def execute(self, tool: Tool, args: Any, ctx: Any) -> ToolOutcome:
+    async def execute(self, tool: AnyTool, args: Any, ctx: ToolContext) -> ToolOutcome:
         """Run a resolved call; a raising tool becomes an error result, the loop goes on."""
         try:
             return ToolOutcome(await tool.execute(args, ctx))
@@ -131,7 +132,7 @@ class SessionExecutor:
             log.warning("tool %s raised", tool.name, exc_info=True)
             return ToolOutcome(TOOL_FAILED.format(name=tool.name, detail=f"{type(e).__name__}: {e}"), "error")
 
-    async def invoke(self, call: ToolCall, ctx: Any) -> ToolOutcome:
+    async def invoke(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
         """Resolve and execute without gates (used by tests and the benchmark's direct path)."""
         try:
             tool, args = self.resolve(call)

@@ -1,0 +1,1 @@
+"""The state the tool-call gates consult: who is an admin, pending approvals, plan mode (nodes/gates.py)."""
