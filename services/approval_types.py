@@ -12,8 +12,8 @@ Who may answer is read from `kind` and `requester` (services/approvals.py applie
   `requester` (subagents, clock runs) means admins only.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the annotations are evaluated, so `__required_keys__` and
+# `__optional_keys__` are right at run time (a panel can build its schema from them).
 from typing import Any, Literal, NotRequired, TypedDict, get_args
 
 #: Which gate asks: "admin" (G3, configuration changes) or "human" (G4/G6, approval.tools, a tool's own
