@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.messages import AIMessage
 from langgraph.graph.state import CompiledStateGraph
@@ -30,6 +30,7 @@ from nodes.prompt import text_of
 from nodes.state import TurnStatus
 from services.container import Services
 from services.context import AgentKind, CallbackBridge, RunContext
+from services.gates.approval_types import ApprovalRequest, Decision
 from services.hooks import HookRunner
 from services.usage import MessageLimits
 
@@ -171,9 +172,10 @@ class Engine:
             interrupts = out.get("__interrupt__") or []
             if not interrupts:
                 break
-            answers = {}
+            answers: dict[str, Decision] = {}
             for intr in interrupts:  # one question at a time (Approvals also serializes per session)
-                answers[intr.id] = await self.services.approvals.ask(intr.value, here=ctx.bridge.request_approval)
+                request = cast(ApprovalRequest, intr.value)  # the approval gates are the graph's only interrupts
+                answers[intr.id] = await self.services.approvals.ask(request, here=ctx.bridge.request_approval)
             inp = Command(resume=answers)
         return dict(out)
 

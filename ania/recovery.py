@@ -20,6 +20,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from checkpoints.factory import thread_config
 from nodes.tool_calls import TOOL_NODE, calls_of
+from services.gates.approval_types import ApprovalOp
 from services.store import AppStore
 
 log = logging.getLogger(__name__)
@@ -62,11 +63,12 @@ async def settle(graph: CompiledStateGraph, session_key: str, store: AppStore, r
     if not snapshot.next:
         return 0
     for intr in snapshot.interrupts:
-        value = intr.value if isinstance(intr.value, dict) else {}
-        store.log_op("tool_approval", session_key, "", {
+        value = intr.value if isinstance(intr.value, dict) else {}  # read leniently: a checkpoint of any version
+        op: ApprovalOp = {
             "kind": value.get("kind", ""), "tool": value.get("tool", ""), "args": value.get("args"),
             "decision": "deny", "reason": reason,
-        })
+        }
+        store.log_op("tool_approval", session_key, "", dict(op))
     messages = snapshot.values.get("messages", [])
     last_ai = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
     # The snapshot's values may already show finished branches' results that the stored checkpoint

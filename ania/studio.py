@@ -7,8 +7,10 @@ here. Importing this module reads no model configuration: the first run builds o
 its thread, as the local admin "studio". Approvals pause as interrupts; resume them with "allow" or
 "deny" from Studio or the HTTP API (logged as answered by "studio"). With several approvals pending,
 resume each by its interrupt id: `{"resume": {"<id>": "allow", "<other id>": "deny"}}` (LangGraph
-refuses a bare "allow" then). Since every run is the local admin's, the server answers only Studio's web
-app, pages on localhost and clients without an Origin (ania/studio_http.py, langgraph.json `http.app`).
+refuses a bare "allow" then). The interrupt's value is an `ApprovalRequest` and a resume value an `Answer`
+(services/gates/approval_types.py; docs/ARCHITECTURE.md, "The approval protocol"). Since every run is the
+local admin's, the server answers only Studio's web app, pages on localhost and clients without an Origin
+(ania/studio_http.py, langgraph.json `http.app`).
 
 `langgraph dev` moves to another port when the one asked for is taken, and says so only in a log line
 among many; loading this module prints the URL the server really serves on (`LANGGRAPH_API_URL`, which

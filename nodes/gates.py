@@ -1,7 +1,8 @@
 """The gates before a tool runs (G1-G5), each a small function; graphs/gate.py orders them.
 
 Approvals pause with a LangGraph `interrupt`: the chat runtime asks in the chat and resumes with the
-answer (or a timeout's deny); Studio and the HTTP API resume with `allow` / `deny` directly.
+answer (or a timeout's deny); Studio and the HTTP API resume with `allow` / `deny` directly. The request,
+the answers and the log record are typed in services/gates/approval_types.py (the protocol a panel builds on).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from langgraph.graph import END
 from langgraph.types import interrupt
@@ -22,7 +23,7 @@ from nodes.safe_calls import unusable_error
 from nodes.state import GateState
 from nodes.tool_calls import tool_message
 from services.context import RunContext
-from services.gates.approvals import ALLOW_WORDS, DENY_WORDS
+from services.gates.approval_types import ALLOW_WORDS, DENY_WORDS, AnswerDict, ApprovalKind, ApprovalOp, ApprovalRequest
 from services.hooks import HookEvent, HookOutcome
 
 log = logging.getLogger(__name__)
@@ -139,11 +140,11 @@ async def post_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     return {"messages": [tool_message({**state, "notes": notes})]}
 
 
-def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext, tool: AnyTool) -> dict[str, Any]:
+def _ask(kind: ApprovalKind, call: ToolCall, why: str, ctx: RunContext, tool: AnyTool) -> dict[str, Any]:
     """Pause this branch until someone decides; returns the gate's update."""
     masked = tool.shown_args(call.args)
     args = shown_args(masked)
-    request = {
+    request: ApprovalRequest = {
         "type": "tool_approval", "kind": kind, "tool": call.name, "args": masked, "call_id": call.id,
         "reason": why, "session": ctx.session_key,
         "requester": ctx.requester or (ctx.author if kind == "admin" else ""),  # "": only admins answer
@@ -157,10 +158,11 @@ def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext, tool: AnyTool) ->
     if not isinstance(answer, dict):  # a bare word from Studio or the HTTP API: the run's user answered
         decision = {**decision, "by": ctx.requester or "api", "reason": "answered in Studio or over the HTTP API"}
     allowed = str(decision.get("decision", "")).strip().lower() in ALLOW_WORDS
-    ctx.services.store.log_op("tool_approval", ctx.session_key, str(decision.get("by", "")), {
+    op: ApprovalOp = {
         "kind": kind, "tool": call.name, "args": masked, "decision": "allow" if allowed else "deny",
         "reason": decision.get("reason", ""),
-    })
+    }
+    ctx.services.store.log_op("tool_approval", ctx.session_key, str(decision.get("by", "")), dict(op))
     if allowed:
         return {"approved_by": str(decision.get("by", ""))} if kind == "admin" else {}
     if not decision.get("by"):
@@ -169,9 +171,10 @@ def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext, tool: AnyTool) ->
     return {"blocked": DENIED.format(by=decision["by"], name=call.name, why=why_not)}
 
 
-def _decision(answer: Any) -> dict[str, Any] | None:
-    """The answer as a decision dict, or None when its word is neither an allow nor a deny word."""
-    decision = answer if isinstance(answer, dict) else {"decision": str(answer)}
+def _decision(answer: object) -> AnswerDict | None:
+    """The answer (an `Answer`, or anything a client resumed with) as a decision dict, or None when its word
+    is neither an allow nor a deny word."""
+    decision = cast(AnswerDict, answer) if isinstance(answer, dict) else AnswerDict(decision=str(answer))
     word = str(decision.get("decision", "")).strip().lower()
     return decision if word in ALLOW_WORDS or word in DENY_WORDS else None
 

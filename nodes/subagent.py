@@ -25,7 +25,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph.state import CompiledStateGraph
@@ -38,6 +38,7 @@ from nodes.model import call_model
 from nodes.prompt import text_of
 from nodes.state import SubagentState
 from services.context import CallbackBridge, RunContext
+from services.gates.approval_types import ApprovalRequest, Decision
 from services.subagents import NOT_FOR_SUBAGENTS, SubagentRequest, SubagentResult, SubagentStatus
 
 log = logging.getLogger(__name__)
@@ -106,9 +107,9 @@ async def drive(graph: CompiledStateGraph[Any, Any, Any, Any], inp: Any, thread:
     config = thread_config(thread)
     out = await graph.ainvoke(inp, config, context=ctx, durability=DURABILITY)
     while interrupts := out.get("__interrupt__"):
-        answers = {}
-        for intr in interrupts:
-            value = intr.value if isinstance(intr.value, dict) else {}
+        answers: dict[str, Decision] = {}
+        for intr in interrupts:  # the approval gates are the graph's only interrupts
+            value = cast(ApprovalRequest, intr.value if isinstance(intr.value, dict) else {})
             if "prompt" in value:
                 value = {**value, "prompt": f"[{label}] {value['prompt']}"}
             answers[intr.id] = await ctx.services.approvals.ask(value)

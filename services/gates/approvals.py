@@ -29,14 +29,12 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 from core.settings import Settings
 from services.gates.admins import Admins
+from services.gates.approval_types import ALLOW_WORDS, DENY_WORDS, ApprovalRequest, Decision, Verdict
 from services.locks import KeyedLocks
 
-ALLOW_WORDS = ("allow", "yes", "允许", "同意")
-DENY_WORDS = ("deny", "no", "拒绝")
 _REPLY = re.compile(r"^\s*([a-z]+|[\u4e00-\u9fff]+)(?:\s+#?([0-9a-f]{4}))?\s*[.!。！]?\s*$", re.IGNORECASE)
 
 NOT_ALLOWED = "You cannot answer this approval: {why}"
@@ -52,7 +50,7 @@ NO_ADMIN = "only an admin can approve it in a private chat, and no admin could b
 Notify = Callable[[str, str], Awaitable[bool]]
 
 
-def parse_reply(text: str) -> tuple[str, str | None] | None:
+def parse_reply(text: str) -> tuple[Verdict, str | None] | None:
     """('allow' | 'deny', request id or None) for an approval answer, else None (an ordinary message)."""
     m = _REPLY.match(text)
     if not m:
@@ -69,8 +67,8 @@ def parse_reply(text: str) -> tuple[str, str | None] | None:
 @dataclass
 class Pending:
     id: str
-    request: dict[str, Any]
-    future: asyncio.Future
+    request: ApprovalRequest
+    future: asyncio.Future[Decision]
     places: tuple[str, ...]
 
     def line(self) -> str:
@@ -87,7 +85,7 @@ class Approvals:
         self._pending: dict[str, Pending] = {}  # request id → the open question
         self._locks = KeyedLocks()
 
-    def may_answer(self, request: dict[str, Any], user_id: str) -> str | None:
+    def may_answer(self, request: ApprovalRequest, user_id: str) -> str | None:
         """None when `user_id` may decide, else why not."""
         admin = self._admins.is_admin(user_id)
         requester = request.get("requester") or ""
@@ -107,7 +105,7 @@ class Approvals:
             return "in a group only an admin can approve (approval.self_approve_in_groups is off)."
         return "only the person who asked or an admin can decide."
 
-    def _to_admin(self, request: dict[str, Any]) -> bool:
+    def _to_admin(self, request: ApprovalRequest) -> bool:
         """Whether the prompt goes to an admin's private chat: configuration changes, and calls in a
         private chat whose one member (`f:<id>`) may not decide them."""
         if request["kind"] == "admin":
@@ -120,8 +118,8 @@ class Approvals:
             if rid not in self._pending:
                 return rid
 
-    async def ask(self, request: dict[str, Any], here: Callable[[str], Awaitable[bool]] | None = None
-                  ) -> dict[str, Any]:
+    async def ask(self, request: ApprovalRequest, here: Callable[[str], Awaitable[bool]] | None = None
+                  ) -> Decision:
         """Prompt and wait; always returns a decision dict (timeout and cancellation deny). `here` shows
         the prompt in the requesting chat (the run's bridge: it can quote the message); default: notify."""
         session = request["session"]
@@ -188,7 +186,7 @@ class Approvals:
         verb = "Allowed" if word == "allow" else "Denied"
         return f'{verb}: "{pending.request["tool"]}" ({pending.id}).'
 
-    def _parse_if_waiting(self, place: str, text: str) -> tuple[str, str | None, list[Pending]] | None:
+    def _parse_if_waiting(self, place: str, text: str) -> tuple[Verdict, str | None, list[Pending]] | None:
         here = self._here(place)
         parsed = parse_reply(text) if here else None
         return None if parsed is None else (*parsed, here)
@@ -200,10 +198,10 @@ class Approvals:
         return [p.id for p in self._here(place)]
 
 
-def _private(request: dict[str, Any]) -> bool:
+def _private(request: ApprovalRequest) -> bool:
     return str(request.get("session", "")).startswith("f:")
 
 
-def _owner(request: dict[str, Any]) -> str:
+def _owner(request: ApprovalRequest) -> str:
     """The one member of a private chat `f:<id>` (a subagent's or clock run's calls carry the chat's key)."""
     return str(request.get("session", ""))[2:]

@@ -2,7 +2,8 @@
 
 - `connection`: the WebSocket link, forward (Ania dials) or reverse (Ania listens), access token,
   echo-matched API calls with a deadline, reconnect with backoff, heartbeat watchdog;
-- `message`: segment arrays and CQ-code strings, rendering for the model, splitting long replies;
+- `message`: segment arrays and CQ-code strings, read once into `Content` (the model's text, the typed
+  text, mentions, images, the quote, file ids), splitting long replies;
 - `events`: message events as `Incoming`, the allow/block lists, group prefixes;
 - `outbound`: sends (split, retried once, logged when lost), uploads, history, file URLs, image bytes;
 - `bridge`: `OneBotBridge`, the callback bridge (T7) of one incoming message;

@@ -25,7 +25,6 @@ from ania.entry import MessageEntry
 from ania.platforms.onebot.bridge import OneBotBridge
 from ania.platforms.onebot.connection import Connection, close_quietly, dial_forever, is_loopback, listen, parse_listen
 from ania.platforms.onebot.events import Incoming, allowed, chat_of, parse_event, strip_prefix
-from ania.platforms.onebot.message import mentions, reply_id
 from ania.platforms.onebot.outbound import Outbound
 from core.errors import ConfigError
 from core.settings import OneBotSettings
@@ -172,9 +171,9 @@ class OneBotAdapter:
 
     async def _take(self, msg: Incoming) -> None:
         quoted, to_bot, elsewhere = await self._quoted(msg)
-        self.out.note_files(msg.session_key, msg.segments + (quoted.segments if quoted else []))
-        typed = msg.text()
-        addressed = msg.kind == "private" or to_bot or mentions(msg.segments, self.self_id)
+        self.out.note_file_ids(msg.session_key, msg.content.file_ids + (quoted.content.file_ids if quoted else ()))
+        typed = msg.content.plain
+        addressed = msg.kind == "private" or to_bot or msg.content.mentions(self.self_id)
         if msg.kind == "group":
             rest = strip_prefix(typed, list(self.engine.services.settings.bot.group_prefixes))
             if rest is not None:
@@ -199,7 +198,7 @@ class OneBotAdapter:
         the bot's, and whether it belongs to another chat. Ids are small integers a member can walk, so a
         message is this chat's only when our record of the bot's sends or the implementation's answer says
         so; an answer that names no chat counts as another chat's."""
-        rid = reply_id(msg.segments)
+        rid = msg.content.reply_id
         if not rid:
             return None, False, False
         own = self.out.own_chat(rid)

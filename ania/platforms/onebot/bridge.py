@@ -12,7 +12,7 @@ import logging
 
 from ania.platforms.bridge import MAX_QUEUED_IMAGES, ImageQueue
 from ania.platforms.onebot.events import Incoming
-from ania.platforms.onebot.message import Segment, images_of
+from ania.platforms.onebot.message import Segment
 from ania.platforms.onebot.outbound import Outbound
 from services.images import FetchError, sniff_mime
 
@@ -51,8 +51,8 @@ class OneBotBridge(ImageQueue):
         return await self._adapter.file_url(self.session_key, file_id)
 
     async def load_images(self) -> str:
-        here = images_of(self.message.segments) if self.message else []
-        there = images_of(self.quoted.segments) if self.quoted else []
+        here = list(self.message.content.images) if self.message else []
+        there = list(self.quoted.content.images) if self.quoted else []
         if not here and not there:
             return "No images: neither this message nor the message it replies to has one."
         loaded: list[str] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ania.platforms.onebot.message import Segment, parse_message, plain_text, render
+from ania.platforms.onebot.message import Content, parse_content
 from core.settings import BotSettings
 
 
@@ -21,17 +21,15 @@ class Incoming:
     user_id: str
     name: str
     message_id: str
-    segments: list[Segment] = field(default_factory=list)
+    content: Content = field(default_factory=Content)
 
     @property
     def session_key(self) -> str:
         return f"g:{self.chat_id}" if self.kind == "group" else f"f:{self.chat_id}"
 
-    def text(self) -> str:
-        return plain_text(self.segments).strip()
-
     def render(self, self_id: str = "") -> str:
-        return render(self.segments, self_id)
+        """The text the model reads, the bot's own @ left out."""
+        return self.content.text(self_id)
 
 
 def _id(value: Any) -> str:
@@ -60,7 +58,7 @@ def parse_event(event: dict[str, Any]) -> Incoming | None:
         raw = event.get("raw_message")
     name = sender.get("card") or sender.get("nickname") or user_id
     return Incoming(kind=kind, chat_id=chat_id, user_id=user_id, name=str(name)[:64],
-                    message_id=str(event.get("message_id") or ""), segments=parse_message(raw))
+                    message_id=str(event.get("message_id") or ""), content=parse_content(raw))
 
 
 def chat_of(data: dict[str, Any], self_id: str) -> str | None:

@@ -3,13 +3,14 @@
 An event's `message` is either an array of segments (`{"type": "text", "data": {"text": "hi"}}`) or a
 string with CQ codes (`hi[CQ:at,qq=10001]`); implementations send either, depending on their
 `messagePostFormat`. Both become the same list of `Segment`s. Unknown segment types are kept (and shown
-to the model by name), malformed ones are dropped: a message never fails as a whole.
+to the model by name), malformed ones are dropped: a message never fails as a whole. `read` walks the
+segments once into a `Content`, which the adapter, the bridge and the history read from.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,50 +100,108 @@ def _as_text(v: Any) -> str:
     return v if isinstance(v, str) else str(v)
 
 
-def plain_text(segments: Iterable[Segment]) -> str:
-    return "".join(s.get("text") for s in segments if s.type == "text")
+@dataclass(frozen=True)
+class Mention:
+    """An @ in the text the model reads; left out when it is the bot's own (the @ that addressed the bot)."""
+
+    qq: str
 
 
-def render(segments: Iterable[Segment], self_id: str = "", names: dict[str, str] | None = None) -> str:
-    """The text the model reads: plain text, with a short marker for everything else."""
-    names = names or {}
-    parts: list[str] = []
-    for s in segments:
+@dataclass(frozen=True)
+class Content:
+    """A message's segments read once (`read`), for every reader: the text the model reads (`text`), the
+    typed text that commands, approval replies and group prefixes are matched on (`plain`), who is
+    @-mentioned, the images `load_images` loads, the id of the quoted message and the file ids whose URL
+    the model may ask for. What depends on the bot's own id (learned at login, not part of the message) is
+    a method over the parsed fields: `text(self_id)`, `mentions(self_id)`."""
+
+    segments: tuple[Segment, ...] = ()
+    plain: str = ""
+    #: The `qq` of every @, in order ("all" for @all).
+    mentioned: tuple[str, ...] = ()
+    images: tuple[Segment, ...] = ()
+    #: The first reply segment's message id ("" when the message quotes nothing).
+    reply_id: str = ""
+    file_ids: tuple[str, ...] = ()
+    #: The model's text before the bot's id is known: text, markers, and the @s.
+    pieces: tuple[str | Mention, ...] = ()
+
+    def text(self, self_id: str = "", names: Mapping[str, str] | None = None) -> str:
+        """The text the model reads: plain text, with a short marker for everything else."""
+        names = names or {}
+        parts: list[str] = []
+        for p in self.pieces:
+            if isinstance(p, str):
+                parts.append(p)
+            elif not (p.qq and p.qq == self_id):
+                parts.append("@all" if p.qq == "all" else f"@{names.get(p.qq) or p.qq}")
+        return "".join(parts).strip()
+
+    def mentions(self, self_id: str) -> bool:
+        """Whether the message @-mentions the bot (never while its id is unknown)."""
+        return bool(self_id) and self_id in self.mentioned
+
+
+def read(segments: Iterable[Segment]) -> Content:
+    """Every field of `Content` in one walk. A segment that lacks what its type needs adds no id (an @
+    without qq, a reply or a file without an id) but still shows its marker; nothing here raises."""
+    segs = tuple(segments)
+    plain: list[str] = []
+    mentioned: list[str] = []
+    images: list[Segment] = []
+    files: list[str] = []
+    reply = ""
+    pieces: list[str | Mention] = []
+    for s in segs:
+        piece = _piece(s)
+        if piece is not None:
+            pieces.append(piece)
         if s.type == "text":
-            parts.append(s.get("text"))
+            plain.append(s.get("text"))
         elif s.type == "at":
-            qq = s.get("qq")
-            if qq and qq == self_id:
-                continue  # the @ that addressed the bot is not part of what was said
-            parts.append("@all" if qq == "all" else f"@{names.get(qq) or qq}")
+            mentioned.append(s.get("qq"))
         elif s.type == "image":
-            parts.append("[image]")
-        elif s.type == "face":
-            parts.append(f"[face {s.get('id')}]")
-        elif s.type == "file":
-            name = s.get("file") or s.get("name") or "file"
-            fid = s.get("file_id")
-            parts.append(f"[file {name}" + (f", file_id {fid}" if fid else "") + "]")
-        elif s.type == "reply":
-            continue  # shown separately (the quoted message)
-        else:
-            parts.append(f"[{s.type}]")
-    return "".join(parts).strip()
+            images.append(s)
+        elif s.type == "file" and s.get("file_id"):
+            files.append(s.get("file_id"))
+        elif s.type == "reply" and not reply:
+            reply = s.get("id")
+    return Content(segs, "".join(plain).strip(), tuple(mentioned), tuple(images), reply, tuple(files), tuple(pieces))
 
 
-def images_of(segments: Iterable[Segment]) -> list[Segment]:
-    return [s for s in segments if s.type == "image"]
+def _piece(s: Segment) -> str | Mention | None:
+    """A segment's part of the model's text; None for a reply (the quoted message is shown separately)."""
+    if s.type == "text":
+        return s.get("text")
+    if s.type == "at":
+        return Mention(s.get("qq"))
+    if s.type == "image":
+        return "[image]"
+    if s.type == "face":
+        return f"[face {s.get('id')}]"
+    if s.type == "file":
+        name = s.get("file") or s.get("name") or "file"
+        fid = s.get("file_id")
+        return f"[file {name}" + (f", file_id {fid}" if fid else "") + "]"
+    return None if s.type == "reply" else f"[{s.type}]"
+
+
+def parse_content(raw: Any) -> Content:
+    """An event's `message` (array, single segment object or CQ string) read into one `Content`."""
+    return read(parse_message(raw))
+
+
+def render(segments: Iterable[Segment], self_id: str = "", names: Mapping[str, str] | None = None) -> str:
+    """The text the model reads (`Content.text`)."""
+    return read(segments).text(self_id, names)
 
 
 def reply_id(segments: Iterable[Segment]) -> str:
-    for s in segments:
-        if s.type == "reply" and s.get("id"):
-            return s.get("id")
-    return ""
+    return read(segments).reply_id
 
 
 def mentions(segments: Iterable[Segment], self_id: str) -> bool:
-    return bool(self_id) and any(s.type == "at" and s.get("qq") == self_id for s in segments)
+    return read(segments).mentions(self_id)
 
 
 def split_text(body: str, limit: int) -> list[str]:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from ania.platforms.onebot.connection import Connection, OneBotError
 from ania.platforms.onebot.events import chat_of, parse_event
-from ania.platforms.onebot.message import Segment, split_text, text
+from ania.platforms.onebot.message import Segment, read, split_text, text
 from core.settings import OneBotSettings
 from services.images import MAX_IMAGE_BYTES, FetchError, fetch_bytes
 from services.lru import LRU
@@ -54,14 +54,17 @@ class Outbound:
         """The session the bot sent this message to, when it is one of the bot's (recent) messages."""
         return self._own.get(message_id) if message_id else None
 
-    def note_files(self, session_key: str, segments: list[Segment]) -> None:
+    def note_file_ids(self, session_key: str, file_ids: Iterable[str]) -> None:
         """Remember the file ids a message of this private chat showed (the model may ask for their URLs). A
         group's file is asked of that group (get_group_file_url): its ids would only push private ones out."""
         if target(session_key)[0] != "private":
             return
-        for seg in segments:
-            if seg.type == "file" and seg.get("file_id"):
-                self._files.put(seg.get("file_id"), session_key)
+        for file_id in file_ids:
+            self._files.put(file_id, session_key)
+
+    def note_files(self, session_key: str, segments: Iterable[Segment]) -> None:
+        """`note_file_ids` for segments not read yet."""
+        self.note_file_ids(session_key, read(segments).file_ids)
 
     async def _twice(self, action: str, params: dict[str, Any], what: str) -> Any:
         """Call, and once more on failure; OneBotError after the second failure."""
@@ -130,7 +133,7 @@ class Outbound:
             msg = parse_event(item)
             if msg is None:
                 continue
-            self.note_files(session_key, msg.segments)
+            self.note_file_ids(session_key, msg.content.file_ids)
             when = time.strftime("%m-%d %H:%M", time.localtime(int(item.get("time") or 0)))
             who = "you (the bot)" if msg.user_id == self.self_id else f"{msg.name} ({msg.user_id})"
             lines.append(f"[{when}] {who}: {msg.render(self.self_id)}")
