@@ -59,10 +59,10 @@ from tools.web import web_tools
 SHIPPED_SKILLS = Path(__file__).resolve().parent.parent / "skills"
 
 
-def builtin_tools(settings: Settings, paths: Paths) -> list[Tool]:
+def builtin_tools(settings: Settings, paths: Paths) -> list[Tool[Any]]:
     """The always-on built-ins and the ones behind config (T5)."""
     clock_zone = local_zone(settings.clock.timezone).key
-    tools: list[Tool] = [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(), *clock_tools(clock_zone),
+    tools: list[Tool[Any]] = [TimeTool(), TodoWriteTool(), SubagentRunTool(), *team_tools(), *clock_tools(clock_zone),
                          *bash_tools(settings, paths.data_dir, paths.config_dir), *skill_tools(settings),
                          *config_tools(), *chat_tools(), *web_tools(), MemeTool(), *file_tools(settings)]
     if settings.knowledge.enable:

@@ -48,13 +48,13 @@ class MessageEntry:
         self.bridge_for = bridge_for
         self._locks = KeyedLocks()
         #: Running or queued turns: session key → {task: requester}. Emptied as turns end.
-        self._tasks: dict[str, dict[asyncio.Task, str]] = {}
+        self._tasks: dict[str, dict[asyncio.Task[TurnResult], str]] = {}
         #: Cleared while /reboot rebuilds the engine; messages wait for it.
         self._ready = asyncio.Event()
         self._ready.set()
 
     async def submit(self, session_key: str, user_id: str, text: str, *, bridge: CallbackBridge | None = None,
-                     prompt: str | None = None, addressed: bool = True) -> asyncio.Task | None:
+                     prompt: str | None = None, addressed: bool = True) -> asyncio.Task[TurnResult] | None:
         """Handle one message. Returns the turn's task when one was queued (None when consumed).
 
         A platform may pass the message's own `bridge` (it knows the message: quotes, images), the `prompt`
@@ -88,7 +88,7 @@ class MessageEntry:
         task.add_done_callback(lambda t: self._forget(session_key, t))
         return task
 
-    def _forget(self, session_key: str, task: asyncio.Task) -> None:
+    def _forget(self, session_key: str, task: asyncio.Task[TurnResult]) -> None:
         tasks = self._tasks.get(session_key, {})
         tasks.pop(task, None)
         if not tasks:

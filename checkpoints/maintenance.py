@@ -47,13 +47,13 @@ class PruneReport:
     writes: int
 
 
-def _sqlite(saver: BaseCheckpointSaver) -> AsyncSqliteSaver:
+def _sqlite(saver: BaseCheckpointSaver[str]) -> AsyncSqliteSaver:
     if not isinstance(saver, AsyncSqliteSaver):
         raise ForkError("forking and pruning need the SQLite checkpointer (data/checkpoints.db)")
     return saver
 
 
-async def fork_thread(saver: BaseCheckpointSaver, source: str, checkpoint_id: str, target: str, *,
+async def fork_thread(saver: BaseCheckpointSaver[str], source: str, checkpoint_id: str, target: str, *,
                       rerun: bool = False) -> int:
     """Copy `source` up to `checkpoint_id` to the new thread `target`; returns the checkpoints copied.
     With `rerun` the writes made from that checkpoint are left behind: its pending step runs again (replay)."""
@@ -103,7 +103,7 @@ async def fork_thread(saver: BaseCheckpointSaver, source: str, checkpoint_id: st
     return len(ids)
 
 
-async def prune_threads(saver: BaseCheckpointSaver, before: datetime, *, dry_run: bool = False,
+async def prune_threads(saver: BaseCheckpointSaver[str], before: datetime, *, dry_run: bool = False,
                         running: Collection[str] = ()) -> PruneReport:
     """Delete what is older than `before` (see the module docstring); `dry_run` only counts. A session in
     `running` (a turn is under way) and its subagent threads are never deleted whole, only trimmed."""
@@ -166,7 +166,7 @@ async def _newest_copy_before(db: AsyncSqliteSaver, thread: str, rows: list[tupl
     return None
 
 
-async def vacuum(saver: BaseCheckpointSaver) -> bool:
+async def vacuum(saver: BaseCheckpointSaver[str]) -> bool:
     """Give the freed pages back to the file system; False when another process holds the file."""
     db = _sqlite(saver)
     try:

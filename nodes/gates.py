@@ -74,7 +74,7 @@ def route_after(node: str) -> Callable[[GateState], str]:
     return route
 
 
-def _call_and_tool(state: GateState, ctx: RunContext) -> tuple[ToolCall, Tool, Any]:
+def _call_and_tool(state: GateState, ctx: RunContext) -> tuple[ToolCall, Tool[Any], Any]:
     call = ToolCall.from_dict(state["call"])
     tool, args = ctx.executor.resolve(call)
     return call, tool, args
@@ -93,7 +93,7 @@ async def plan_mode(state: GateState, ctx: RunContext) -> dict[str, Any]:
     return {"route": await _route(call, tool, args, ctx)}
 
 
-async def _route(call: ToolCall, tool: Tool, args: Any, ctx: RunContext) -> list[str]:
+async def _route(call: ToolCall, tool: Tool[Any], args: Any, ctx: RunContext) -> list[str]:
     """The later gates that have work for this call, in their fixed order (the others are skipped)."""
     hooks = ctx.services.hooks
     route = ["pre_tool_hooks"] if await hooks.wants("PreToolUse", call.name) else []
@@ -139,7 +139,7 @@ async def post_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     return {"messages": [tool_message({**state, "notes": notes})]}
 
 
-def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext, tool: Tool) -> dict[str, Any]:
+def _ask(kind: str, call: ToolCall, why: str, ctx: RunContext, tool: Tool[Any]) -> dict[str, Any]:
     """Pause this branch until someone decides; returns the gate's update."""
     masked = tool.shown_args(call.args)
     args = shown_args(masked)
@@ -192,7 +192,7 @@ async def human_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
     return _ask("human", call, why, ctx, tool) if why else {}
 
 
-def _human_reason(call: ToolCall, tool: Tool, args: Any, ctx: RunContext) -> str | None:
+def _human_reason(call: ToolCall, tool: Tool[Any], args: Any, ctx: RunContext) -> str | None:
     settings = ctx.services.settings.approval
     if not settings.enable:
         return None

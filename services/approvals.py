@@ -70,7 +70,7 @@ def parse_reply(text: str) -> tuple[str, str | None] | None:
 class Pending:
     id: str
     request: dict[str, Any]
-    future: asyncio.Future
+    future: asyncio.Future[dict[str, Any]]
     places: tuple[str, ...]
 
     def line(self) -> str:

@@ -221,7 +221,8 @@ def load_settings(config_dir: Path) -> Settings:
     config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path if path.exists() else None})
     cls = type("FileSettings", (Settings,), {"model_config": config, "config_file": path})
     try:
-        return cls()
+        settings: Settings = cls()
+        return settings
     except ValidationError as e:
         raise ConfigError(invalid(e, data, lines, path, env, sections)) from None
     except SettingsError as e:  # a source that could not be parsed at all (the JSON check catches the usual ones)

@@ -97,7 +97,7 @@ class SubagentRequest:
     #: Names its thread `<session>/sub/<run_id>`; "" = a new id.
     run_id: str = ""
     #: The tools it gets; None = the parent's, less NOT_FOR_SUBAGENTS.
-    tools: tuple[Tool, ...] | None = None
+    tools: tuple[Tool[Any], ...] | None = None
 
 
 @dataclass(frozen=True)

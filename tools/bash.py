@@ -30,7 +30,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -234,7 +234,7 @@ class BashTool(Tool[BashParams]):
         return await run_command(args.command, self.workdir, timeout, sandbox, self.limits)
 
 
-def bash_tools(settings: Settings, data_dir: Path, config_dir: Path | None = None) -> list[Tool]:
+def bash_tools(settings: Settings, data_dir: Path, config_dir: Path | None = None) -> list[Tool[Any]]:
     """The bash tool when `bash.enable` is on, else nothing (it is then never offered)."""
     if not settings.bash.enable:
         return []

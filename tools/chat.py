@@ -7,6 +7,8 @@ before its next request (nodes/images.py); a model that cannot see is told so in
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from services.context import RunContext
@@ -97,5 +99,5 @@ def route_images(ctx: RunContext, images: list[str], label: str = "image") -> st
     return "\n".join(lines)
 
 
-def chat_tools() -> list[Tool]:
+def chat_tools() -> list[Tool[Any]]:
     return [GetMsgHistoryTool(), GetPrivateFileUrlTool(), LoadImagesTool(), SendImageTool()]

@@ -8,7 +8,7 @@ effects: plan mode blocks them. The checks and texts are the service's (services
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -155,6 +155,6 @@ class ClockLogTool(Tool[ClockLogParams]):
         return "\n".join(["Task log, newest first:", *(run_line(r, clock.tz) for r in runs)])
 
 
-def clock_tools(timezone: str = "") -> list[Tool]:
+def clock_tools(timezone: str = "") -> list[Tool[Any]]:
     """The five tools; `timezone` (the clock's) is named in clock_create's description."""
     return [ClockCreateTool(timezone), ClockDeleteTool(), ClockListTool(), ClockLogTool(), ClockUpdateTool()]

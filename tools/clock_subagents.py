@@ -12,7 +12,7 @@ tools (nodes/clock.py).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -96,5 +96,5 @@ class SubagentCancelTool(Tool[CancelParams]):
         return CANCELLED.format(id=job.id)
 
 
-def async_subagent_tools(background: BackgroundSubagents) -> list[Tool]:
+def async_subagent_tools(background: BackgroundSubagents) -> list[Tool[Any]]:
     return [SubagentCancelTool(background), SubagentListTool(background), AsyncSubagentRunTool(background)]

@@ -109,5 +109,5 @@ class ConfigFileSet(Tool[FileSetParams]):
                                                     actor=ctx.requester, approved_by=ctx.approved_by)
 
 
-def config_tools() -> list[Tool]:
+def config_tools() -> list[Tool[Any]]:
     return [ConfigFileGet(), ConfigFileSet(), ConfigGet(), ConfigSet()]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -101,5 +102,5 @@ class LocalImageTool(Tool[PathParams]):
         return f"{text} ({how_shown(ctx)})" if text.startswith("Loaded") else text
 
 
-def file_tools(settings: Settings) -> list[Tool]:
+def file_tools(settings: Settings) -> list[Tool[Any]]:
     return [LocalImageTool(), SendFileTool()] if allowed_dirs(settings) else []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -170,5 +170,5 @@ class KbDeleteTool(Tool[KbDeleteParams]):
         return f'Deleted "{info.title}" ({info.id}, {plural(info.chunks, "passage")}) from {scope_label(info.scope)}.'
 
 
-def knowledge_tools() -> list[Tool]:
+def knowledge_tools() -> list[Tool[Any]]:
     return [KbAddTool(), KbDeleteTool(), KbListTool(), KbSearchTool()]

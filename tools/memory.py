@@ -6,7 +6,7 @@ Saving and deleting are side effects (plan mode blocks them); in a group only an
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -83,5 +83,5 @@ class MemoryDeleteTool(Tool[MemoryDeleteParams]):
         return f"Forgot {info.id}."
 
 
-def memory_tools() -> list[Tool]:
+def memory_tools() -> list[Tool[Any]]:
     return [MemoryDeleteTool(), MemorySaveTool(), MemorySearchTool()]

@@ -56,11 +56,11 @@ class ToolOutcome:
 class ToolTable:
     """A name → tool mapping replaced wholesale on every change."""
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        self._tools: Mapping[str, Tool] = {}
+    def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
+        self._tools: Mapping[str, Tool[Any]] = {}
         self.add(tools)
 
-    def add(self, tools: Iterable[Tool]) -> None:
+    def add(self, tools: Iterable[Tool[Any]]) -> None:
         new = dict(self._tools)
         for t in tools:
             new[t.name] = t
@@ -70,10 +70,10 @@ class ToolTable:
         drop = set(names)
         self._tools = {k: v for k, v in self._tools.items() if k not in drop}
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
-    def snapshot(self) -> Mapping[str, Tool]:
+    def snapshot(self) -> Mapping[str, Tool[Any]]:
         return self._tools
 
 
@@ -85,28 +85,29 @@ class SessionExecutor:
     """The tools one session sees: its own table over the shared one. `owner` is the session whose own
     executor this is (what it loads is kept for later turns); None for a throwaway one (subagent, clock)."""
 
-    def __init__(self, shared: SharedExecutor, session_tools: Iterable[Tool] = (), owner: str | None = None) -> None:
+    def __init__(self, shared: SharedExecutor, session_tools: Iterable[Tool[Any]] = (),
+                 owner: str | None = None) -> None:
         self.shared = shared
         self.own = ToolTable(session_tools)
         self.owner = owner
 
-    def load(self, tools: Iterable[Tool]) -> None:
+    def load(self, tools: Iterable[Tool[Any]]) -> None:
         self.own.add(tools)
 
     def unload(self, names: Iterable[str]) -> None:
         self.own.remove(names)
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> Tool[Any] | None:
         return self.own.get(name) or self.shared.get(name)
 
-    def tools(self) -> list[Tool]:
+    def tools(self) -> list[Tool[Any]]:
         merged = {**self.shared.snapshot(), **self.own.snapshot()}
         return [merged[k] for k in sorted(merged)]
 
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema for t in self.tools()]
 
-    def resolve(self, call: ToolCall) -> tuple[Tool, Any]:
+    def resolve(self, call: ToolCall) -> tuple[Tool[Any], Any]:
         """The tool and its validated arguments, or a ToolError whose text the model reads."""
         if call.args_error is not None:
             raise ToolError(BAD_JSON.format(name=call.name, detail=call.args_error))
@@ -119,7 +120,7 @@ class SessionExecutor:
         except ToolArgumentError as e:
             raise ToolError(BAD_ARGS.format(name=call.name, detail=e)) from None
 
-    async def execute(self, tool: Tool, args: Any, ctx: Any) -> ToolOutcome:
+    async def execute(self, tool: Tool[Any], args: Any, ctx: Any) -> ToolOutcome:
         """Run a resolved call; a raising tool becomes an error result, the loop goes on."""
         try:
             return ToolOutcome(await tool.execute(args, ctx))

@@ -7,6 +7,8 @@ config_set they need an admin other than the requester (G3) and plan mode blocks
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from services.config import Settings
@@ -91,8 +93,8 @@ class SkillRemove(Tool[RemoveParams]):
             args.name, session=ctx.session_key, actor=ctx.requester, approved_by=ctx.approved_by)
 
 
-def skill_tools(settings: Settings) -> list[Tool]:
-    tools: list[Tool] = [SkillRead(), SkillReload()]
+def skill_tools(settings: Settings) -> list[Tool[Any]]:
+    tools: list[Tool[Any]] = [SkillRead(), SkillReload()]
     if settings.skill_tool.enable:
         tools += [SkillInstall(), SkillList(), SkillRemove()]
     return tools

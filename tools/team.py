@@ -11,7 +11,7 @@ Subagents and team members never get these tools (services/subagents.py NOT_FOR_
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -183,5 +183,5 @@ class TeamRunTool(Tool[TeamRunParams]):
         return clamp_note(args.timeout_sec, settings) + text
 
 
-def team_tools() -> list[Tool]:
+def team_tools() -> list[Tool[Any]]:
     return [TeamDeleteTool(), TeamListTool(), TeamRunTool(), TeamSaveTool()]

@@ -10,6 +10,7 @@ guard (services/netfetch.py) unless `web.allow_private_hosts` is on.
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
 
 from pydantic import BaseModel, Field
@@ -88,5 +89,5 @@ class WebExploreTool(Tool[ExploreParams]):
         return await _get(ctx, f"reading {url[:200]}", reader + url, trusted=bool(reader))
 
 
-def web_tools() -> list[Tool]:
+def web_tools() -> list[Tool[Any]]:
     return [WebExploreTool(), WebSearchTool()]

@@ -100,7 +100,8 @@ class Embedder:
         if not all(math.isfinite(n) and n > 0 for n in norms):
             raise EmbeddingFailed("zero or non-finite vectors")
         self.dim = dim
-        return matrix / norms[:, None]
+        unit: np.ndarray = matrix / norms[:, None]
+        return unit
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:

@@ -140,7 +140,7 @@ def convert_schema(raw: dict[str, Any] | None) -> dict[str, Any]:
     schema = {k: v for k, v in (raw or {}).items() if k != "$schema"}
     defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
     try:
-        out = _fill(normalize(schema, defs))
+        out: dict[str, Any] = _fill(normalize(schema, defs))
     except SchemaError:  # a recursive schema keeps its local refs and $defs (providers resolve them)
         out = _fill(_untitled(schema))
         out["type"] = "object"
@@ -148,7 +148,8 @@ def convert_schema(raw: dict[str, Any] | None) -> dict[str, Any]:
         return out
     out["type"] = "object"
     out.setdefault("properties", {})
-    return normalize(out)  # no refs are left: this only puts the keys in the fixed order
+    ordered: dict[str, Any] = normalize(out)
+    return ordered  # no refs are left: this only puts the keys in the fixed order
 
 
 def _untitled(node: Any) -> Any:

@@ -95,7 +95,7 @@ class MCPManager:
     async def close(self) -> None:
         await self.table.close()
 
-    def eager_tools(self) -> list[Tool]:
+    def eager_tools(self) -> list[Tool[Any]]:
         return self.table.eager_tools()
 
     # --- discovery and loading (M2) -------------------------------------------------------------

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from services.config import Settings
 from services.errors import ToolError
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 #: Turns a handle into the tool the model calls (tools/mcp/remote.py's RemoteTool, given by the
 #: composition root so that this service never imports the tools layer).
-ToolFactory = Callable[[Handle], Tool]
+ToolFactory = Callable[[Handle], Tool[Any]]
 
 
 @dataclass
@@ -125,7 +126,7 @@ class ServerTable:
         return ", ".join(sorted({*self.servers, *self.invalid})) or "(none)"
 
     # --- eager mode -------------------------------------------------------------------------------
-    def eager_tools(self) -> list[Tool]:
+    def eager_tools(self) -> list[Tool[Any]]:
         if self.lazy:
             return []
         names = {n for ns in self._eager.values() for n in ns}

@@ -8,6 +8,8 @@ Each tool translates a call into an `MCPManager` call (services/mcp/) and return
 
 from __future__ import annotations
 
+from typing import Any
+
 from services.mcp import MCPManager
 from tools.base import Tool
 from tools.mcp.lazy import MCPCall, MCPDiscover, MCPLoad, MCPLoadProxy
@@ -17,13 +19,13 @@ from tools.mcp.remote import RemoteTool
 __all__ = ["RemoteTool", "engine_tools"]
 
 
-def engine_tools(mcp: MCPManager) -> list[Tool]:
+def engine_tools(mcp: MCPManager) -> list[Tool[Any]]:
     """Lazy native: discover + load. Lazy proxy: discover + load + call. Eager: every server's tools.
     Plus list / add / remove / reconnect when `mcp_tool.enable`."""
     if not (mcp.servers or mcp.invalid or mcp.settings.mcp_tool.enable):
         return []  # no MCP servers and no way to add one: no MCP tools in every request
     if mcp.proxy:
-        tools: list[Tool] = [MCPDiscover(), MCPLoadProxy(), MCPCall()]
+        tools: list[Tool[Any]] = [MCPDiscover(), MCPLoadProxy(), MCPCall()]
     elif mcp.lazy:
         tools = [MCPDiscover(), MCPLoad()]
     else:
