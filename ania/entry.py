@@ -159,7 +159,7 @@ class MessageEntry:
             services.store.log_op("reboot", session_key, user_id, {"stopped_turns": stopped})
             try:
                 await self.engine.reboot(settings)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - any failure keeps the previous engine, and the user is told why
                 return f"The restart failed ({type(e).__name__}: {e}); the bot runs with the previous settings."
         finally:
             self._ready.set()

@@ -55,7 +55,7 @@ from services.config_sections import (
     ToggleSettings,
     VisionSettings,
 )
-from services.errors import ConfigError
+from services.errors import ConfigError, DeveloperError
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,8 @@ def _sections() -> dict[str, type[BaseModel]]:
     out = {}
     for section, sfield in Settings.model_fields.items():
         model = sfield.annotation
-        assert isinstance(model, type) and issubclass(model, BaseModel), section
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise DeveloperError(f"Settings.{section} is not a settings model")
         out[section] = model
     return out
 

@@ -43,7 +43,7 @@ def build_url(template: str, msg: str, num: int, key: str) -> str:
 def _path(doc: Any, path: str) -> Any:
     try:
         return gjson.get(doc, path)
-    except Exception:  # gjson raises its own parse errors for a missing key or a bad path
+    except Exception:  # noqa: BLE001 - gjson raises its own parse errors for a missing key or a bad path
         return None
 
 

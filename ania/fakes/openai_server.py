@@ -148,7 +148,7 @@ class ScriptedOpenAI:
             self._loop = loop
             self._stopping = asyncio.Event()
             loop.call_soon(ready.set)
-            assert self._server is not None
+            assert self._server is not None  # noqa: S101 - narrows for mypy: start() set it just above
             loop.run_until_complete(self._server.serve(sockets=[sock]))
             loop.close()
 
@@ -228,7 +228,7 @@ class ScriptedOpenAI:
             step = step.then or Reply(echo(body))
         if isinstance(step, Fail):
             return error(step.message, step.status)
-        assert isinstance(step, (Reply, Calls)), step  # _next resolves callables
+        assert isinstance(step, (Reply, Calls)), step  # noqa: S101 - test fake: _next resolves callables
         if step.delay:
             self.model_seconds += step.delay
             if await self._sleep(step.delay):

@@ -47,7 +47,7 @@ class Embedder:
     def key(self) -> str:
         """Names the vector space (endpoint and model): vectors of another model are never compared."""
         raw = f"{self._settings.base_url.rstrip('/')}|{self._settings.model}"
-        return hashlib.sha1(raw.encode()).hexdigest()[:10]
+        return hashlib.sha1(raw.encode(), usedforsecurity=False).hexdigest()[:10]
 
     def available(self) -> bool:
         return self.enabled and time.monotonic() >= self._down_until

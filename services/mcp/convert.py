@@ -39,7 +39,7 @@ def exposed_name(server: str, tool: str) -> str:
     """`mcp__<server>__<tool>`; characters a function name cannot hold become `_`, long names get a hash."""
     name = f"{PREFIX}{server}__{_BAD.sub('_', tool)}"
     if len(name) > MAX_NAME:
-        digest = hashlib.sha1(tool.encode()).hexdigest()[:8]
+        digest = hashlib.sha1(tool.encode(), usedforsecurity=False).hexdigest()[:8]
         name = f"{name[:MAX_NAME - 9]}_{digest}"
     return name
 
@@ -128,7 +128,7 @@ def unique_names(server: str, tools: list[types.Tool]) -> dict[str, types.Tool]:
     for tool in sorted(tools, key=lambda t: t.name):
         name = exposed_name(server, tool.name)
         if name in out:
-            digest = hashlib.sha1(tool.name.encode()).hexdigest()[:8]
+            digest = hashlib.sha1(tool.name.encode(), usedforsecurity=False).hexdigest()[:8]
             name = f"{name[:MAX_NAME - 9]}_{digest}"
         out[name] = tool
     return out
