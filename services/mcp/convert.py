@@ -177,16 +177,27 @@ def _fill(node: Any) -> Any:
         else:
             out[k] = v
     if "type" not in out:
-        if isinstance(out.get("enum"), list) and out["enum"]:
-            inferred = _enum_type(out["enum"])
-            if inferred:
-                out["type"] = inferred
-        elif "properties" in out:
-            out["type"] = "object"
-        elif "items" in out:
-            out["type"] = "array"
+        _infer_type(out)
     if out.get("type") == "object" and "properties" not in out and "additionalProperties" not in out:
         out["properties"] = {}
+    _note_enum(out)
+    return out
+
+
+def _infer_type(out: dict[str, Any]) -> None:
+    """A `type` for a schema without one, from its enum, properties or items (when one of them tells)."""
+    if isinstance(out.get("enum"), list) and out["enum"]:
+        inferred = _enum_type(out["enum"])
+        if inferred:
+            out["type"] = inferred
+    elif "properties" in out:
+        out["type"] = "object"
+    elif "items" in out:
+        out["type"] = "array"
+
+
+def _note_enum(out: dict[str, Any]) -> None:
+    """An enum's values, also listed in its description ("One of: ...")."""
     enum = out.get("enum")
     if isinstance(enum, list) and enum:
         values = ", ".join(json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v for v in enum)
@@ -194,7 +205,6 @@ def _fill(node: Any) -> Any:
         desc = str(out.get("description") or "").strip()
         if note not in desc:
             out["description"] = f"{desc} {note}".strip() if desc else note
-    return out
 
 
 def _enum_type(values: list[Any]) -> str | None:
