@@ -289,6 +289,10 @@ class ClockService:
         if task.run_once and self._scheduler is not None:
             self._scheduler.remove(task.id)
         log.info("clock run %s of %s: %s", run_id, task.label, outcome.status)
+        await self._report(task, outcome, budget)
+
+    async def _report(self, task: ClockTask, outcome: RunOutcome, budget: float) -> None:
+        """Tell the task's session that its run timed out or failed (unless the failure is a quiet one)."""
         if outcome.status == "timeout":
             key = "its timeout_sec" if task.timeout_sec else "clock.default_timeout_sec"
             await self._tell(task.session, TIMED_OUT.format(label=task.label, sec=f"{budget:g}", key=key,
