@@ -164,8 +164,6 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.cmd is None:
         parser.print_help()
         return 0
-    import asyncio
-    import logging
     import signal
 
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
@@ -175,6 +173,20 @@ def _main(argv: Sequence[str] | None) -> int:
 
     from core.errors import RunError
 
+    _logging(args)
+    try:
+        return _command(args)
+    except RunError as e:  # a bad setting or file (ConfigError), another bot on the data directory
+        print(f"ania: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ania: interrupted", file=sys.stderr)
+        return 130
+
+
+def _logging(args: argparse.Namespace) -> None:
+    import logging
+
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="ania: %(levelname)s %(name)s: %(message)s")
     if args.cmd == "serve" and not args.verbose:  # a server's log: its own normal lines, libraries' warnings
@@ -182,33 +194,32 @@ def _main(argv: Sequence[str] | None) -> int:
             logging.getLogger(name).setLevel(logging.INFO)
     if args.verbose:
         logging.getLogger("ania.turn").setLevel(logging.DEBUG)  # each step of a turn, besides its one INFO line
-    try:
-        if args.cmd == "fake-llm":
-            return _fake_llm(args.port, args.script)
-        if args.cmd in ("logs", "sessions", "kb"):  # they may write the stores: private, like the bot's files
-            from core.settings import Paths
-            from services.datadir import make_private
 
-            make_private(Paths.from_env().data_dir, create=False)
-        if args.cmd == "logs":
-            return logs_cli.run(args)
-        if args.cmd == "sessions" and args.action not in ("list", "show"):
-            from core.settings import Paths
 
-            return asyncio.run(sessions_cli.run(args, Paths.from_env(check=True)))
-        if args.cmd == "sessions":
-            return asyncio.run(_sessions(args))
-        if args.cmd == "kb":
-            from ania import kb_cli
+def _command(args: argparse.Namespace) -> int:
+    """Run the subcommand; its exit status."""
+    import asyncio
 
-            return asyncio.run(kb_cli.run(args))
-        return _chat(args)
-    except RunError as e:  # a bad setting or file (ConfigError), another bot on the data directory
-        print(f"ania: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("ania: interrupted", file=sys.stderr)
-        return 130
+    if args.cmd == "fake-llm":
+        return _fake_llm(args.port, args.script)
+    if args.cmd in ("logs", "sessions", "kb"):  # they may write the stores: private, like the bot's files
+        from core.settings import Paths
+        from services.datadir import make_private
+
+        make_private(Paths.from_env().data_dir, create=False)
+    if args.cmd == "logs":
+        return logs_cli.run(args)
+    if args.cmd == "sessions" and args.action not in ("list", "show"):
+        from core.settings import Paths
+
+        return asyncio.run(sessions_cli.run(args, Paths.from_env(check=True)))
+    if args.cmd == "sessions":
+        return asyncio.run(_sessions(args))
+    if args.cmd == "kb":
+        from ania import kb_cli
+
+        return asyncio.run(kb_cli.run(args))
+    return _chat(args)
 
 
 def _chat(args: argparse.Namespace) -> int:

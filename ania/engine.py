@@ -197,6 +197,7 @@ async def _build(paths: Paths, settings: Settings,
 
 def _reply_of(state: dict[str, Any]) -> str:
     if state.get("reply"):
-        return state["reply"]
+        reply: str = state["reply"]
+        return reply
     last = (state.get("messages") or [None])[-1]
     return text_of(last) if isinstance(last, AIMessage) else ""

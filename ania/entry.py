@@ -48,13 +48,13 @@ class MessageEntry:
         self.bridge_for = bridge_for
         self._locks = KeyedLocks()
         #: Running or queued turns: session key → {task: requester}. Emptied as turns end.
-        self._tasks: dict[str, dict[asyncio.Task, str]] = {}
+        self._tasks: dict[str, dict[asyncio.Task[TurnResult], str]] = {}
         #: Cleared while /reboot rebuilds the engine; messages wait for it.
         self._ready = asyncio.Event()
         self._ready.set()
 
     async def submit(self, session_key: str, user_id: str, text: str, *, bridge: CallbackBridge | None = None,
-                     prompt: str | None = None, addressed: bool = True) -> asyncio.Task | None:
+                     prompt: str | None = None, addressed: bool = True) -> asyncio.Task[TurnResult] | None:
         """Handle one message. Returns the turn's task when one was queued (None when consumed).
 
         A platform may pass the message's own `bridge` (it knows the message: quotes, images), the `prompt`
@@ -88,7 +88,7 @@ class MessageEntry:
         task.add_done_callback(lambda t: self._forget(session_key, t))
         return task
 
-    def _forget(self, session_key: str, task: asyncio.Task) -> None:
+    def _forget(self, session_key: str, task: asyncio.Task[TurnResult]) -> None:
         tasks = self._tasks.get(session_key, {})
         tasks.pop(task, None)
         if not tasks:
@@ -159,7 +159,7 @@ class MessageEntry:
             services.store.log_op("reboot", session_key, user_id, {"stopped_turns": stopped})
             try:
                 await self.engine.reboot(settings)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - any failure keeps the previous engine, and the user is told why
                 return f"The restart failed ({type(e).__name__}: {e}); the bot runs with the previous settings."
         finally:
             self._ready.set()

@@ -53,7 +53,7 @@ def _finished_results(snapshot: Any) -> dict[str, ToolMessage]:
     return out
 
 
-async def settle(graph: CompiledStateGraph, session_key: str, store: AppStore, reason: str) -> int:
+async def settle(graph: CompiledStateGraph[Any, Any, Any, Any], session_key: str, store: AppStore, reason: str) -> int:
     """Close a dangling step of `session_key`; returns how many tool calls were answered as not run."""
     config = thread_config(session_key)
     saver = graph.checkpointer

@@ -123,7 +123,7 @@ def secret_values(paths: Paths) -> list[str]:
     values = {v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= 8}
     try:
         settings = load_settings(paths.config_dir)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a broken config still exports, masking the environment's secrets
         settings = None
     for info in registry():
         if info.sensitive and settings is not None:

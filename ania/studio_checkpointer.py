@@ -29,7 +29,7 @@ def studio_thread_id(session_key: str) -> str:
 
 
 @asynccontextmanager
-async def checkpointer() -> AsyncIterator[BaseCheckpointSaver]:
+async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
     data_dir = Paths.from_env().data_dir
     make_private(data_dir)  # the Studio server writes checkpoints.db too: private to its user like the bot's
     async with open_checkpointer(data_dir) as saver:

@@ -32,7 +32,8 @@ RECENT = 20
 URL_FILE = "studio.json"
 
 
-async def copy_session(saver: BaseCheckpointSaver, data_dir: Path, key: str, *, refresh: bool = False) -> str | None:
+async def copy_session(saver: BaseCheckpointSaver[str], data_dir: Path, key: str, *,
+                       refresh: bool = False) -> str | None:
     """Copies the session to its Studio thread (unless copied before, or `refresh`), remembers the key.
     Returns "copied" or "kept", or None when there is no such session."""
     from ania.studio_checkpointer import STUDIO_THREAD, studio_thread_id
@@ -57,7 +58,7 @@ async def copy_session(saver: BaseCheckpointSaver, data_dir: Path, key: str, *, 
     return "kept" if copied and not refresh else "copied"
 
 
-async def sync_values(thread: str, saver: BaseCheckpointSaver | None = None) -> bool:
+async def sync_values(thread: str, saver: BaseCheckpointSaver[str] | None = None) -> bool:
     """In the server: the thread's values, next steps and pending interrupts from its newest checkpoint."""
     from langgraph_runtime.database import connect
     from langgraph_runtime.ops import Threads
@@ -66,7 +67,7 @@ async def sync_values(thread: str, saver: BaseCheckpointSaver | None = None) -> 
     from core.settings import Paths
     from graphs.agent import build_agent_graph
 
-    async def snapshot(s: BaseCheckpointSaver) -> Any:
+    async def snapshot(s: BaseCheckpointSaver[str]) -> Any:
         return await build_agent_graph(lambda: 10**6, checkpointer=s).aget_state(thread_config(thread))
 
     if saver is None:
@@ -83,7 +84,7 @@ async def sync_values(thread: str, saver: BaseCheckpointSaver | None = None) -> 
     return True
 
 
-async def register(saver: BaseCheckpointSaver, data_dir: Path, key: str) -> str | None:
+async def register(saver: BaseCheckpointSaver[str], data_dir: Path, key: str) -> str | None:
     """In the server: copy the session if needed and list it as a thread with its values."""
     from langgraph_runtime.database import connect
     from langgraph_runtime.ops import Threads

@@ -26,7 +26,7 @@ REDUCERS = {"messages": fold_messages}
 
 
 @asynccontextmanager
-async def open_checkpointer(data_dir: Path, url: str | None = None) -> AsyncIterator[BaseCheckpointSaver]:
+async def open_checkpointer(data_dir: Path, url: str | None = None) -> AsyncIterator[BaseCheckpointSaver[str]]:
     if url and url.startswith(("postgres://", "postgresql://")):
         try:
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver

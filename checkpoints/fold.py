@@ -44,18 +44,12 @@ def _coerce(write: Any) -> list[BaseMessage]:
 def fold_messages(state: Sequence[AnyMessage] | None, writes: Sequence[Any]) -> list[AnyMessage]:
     """`add_messages` applied once per write, in one pass (see the module docstring)."""
     start = _coerce(list(state or []))
-    by_id: dict[str, BaseMessage] = {}
-    for m in start:
-        if m.id is None:
-            m.id = str(uuid.uuid4())
-        by_id[m.id] = m
+    by_id: dict[str, BaseMessage] = dict(zip(_give_ids(start), start, strict=True))
     if len(by_id) != len(start):  # duplicate ids in the state: only the plain path keeps them
         return _sequential(start, writes)
     for n, write in enumerate(writes):
         batch = _coerce(write)
-        for m in batch:
-            if m.id is None:
-                m.id = str(uuid.uuid4())
+        ids = _give_ids(batch)
         cut = _last_remove_all(batch)
         if cut is not None:
             # add_messages keeps what follows REMOVE_ALL as it is; duplicate ids there are rare enough
@@ -65,19 +59,33 @@ def fold_messages(state: Sequence[AnyMessage] | None, writes: Sequence[Any]) -> 
                 return _sequential(tail, writes[n + 1:])
             by_id = {m.id: m for m in tail if m.id is not None}
             continue
-        removed: set[str] = set()
-        for m in batch:
-            assert m.id is not None
-            if isinstance(m, RemoveMessage):
-                if m.id not in by_id:
-                    raise ValueError(f"Attempting to delete a message with an ID that doesn't exist ('{m.id}')")
-                removed.add(m.id)
-            else:
-                removed.discard(m.id)
-                by_id[m.id] = m  # an existing id keeps its place, a new one goes last
-        for mid in removed:
-            del by_id[mid]  # removed at the end of the write, as add_messages does
+        _apply(by_id, batch, ids)
     return cast(list[AnyMessage], list(by_id.values()))
+
+
+def _give_ids(batch: list[BaseMessage]) -> list[str]:
+    """Each message's id; one without gets a new uuid4 (set on the message), as `add_messages` does."""
+    ids: list[str] = []
+    for m in batch:
+        if m.id is None:
+            m.id = str(uuid.uuid4())
+        ids.append(m.id)
+    return ids
+
+
+def _apply(by_id: dict[str, BaseMessage], batch: list[BaseMessage], ids: list[str]) -> None:
+    """One write without REMOVE_ALL: replace or add by id, then drop the removed ids."""
+    removed: set[str] = set()
+    for m, mid in zip(batch, ids, strict=True):
+        if isinstance(m, RemoveMessage):
+            if mid not in by_id:
+                raise ValueError(f"Attempting to delete a message with an ID that doesn't exist ('{mid}')")
+            removed.add(mid)
+        else:
+            removed.discard(mid)
+            by_id[mid] = m  # an existing id keeps its place, a new one goes last
+    for mid in removed:
+        del by_id[mid]  # removed at the end of the write, as add_messages does
 
 
 def _last_remove_all(batch: Sequence[BaseMessage]) -> int | None:

@@ -52,7 +52,7 @@ def describe(value: object) -> list[str]:
     return out
 
 
-async def history_lines(saver: BaseCheckpointSaver, session_key: str) -> list[HistoryLine]:
+async def history_lines(saver: BaseCheckpointSaver[str], session_key: str) -> list[HistoryLine]:
     """The session's checkpoints, newest first, each with the node(s) and a summary of the step behind it."""
     steps = await session_history(saver, session_key)
     said: dict[str, list[str]] = {}

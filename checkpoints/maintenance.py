@@ -47,13 +47,13 @@ class PruneReport:
     writes: int
 
 
-def _sqlite(saver: BaseCheckpointSaver) -> AsyncSqliteSaver:
+def _sqlite(saver: BaseCheckpointSaver[str]) -> AsyncSqliteSaver:
     if not isinstance(saver, AsyncSqliteSaver):
         raise ForkError("forking and pruning need the SQLite checkpointer (data/checkpoints.db)")
     return saver
 
 
-async def fork_thread(saver: BaseCheckpointSaver, source: str, checkpoint_id: str, target: str, *,
+async def fork_thread(saver: BaseCheckpointSaver[str], source: str, checkpoint_id: str, target: str, *,
                       rerun: bool = False) -> int:
     """Copy `source` up to `checkpoint_id` to the new thread `target`; returns the checkpoints copied.
     With `rerun` the writes made from that checkpoint are left behind: its pending step runs again (replay)."""
@@ -80,21 +80,21 @@ async def fork_thread(saver: BaseCheckpointSaver, source: str, checkpoint_id: st
                 part = ids[i:i + CHUNK]
                 marks = ",".join("?" * len(part))
                 await db.conn.execute(
-                    f"INSERT INTO checkpoints (thread_id, {CHECKPOINT_COLUMNS}) SELECT ?, {CHECKPOINT_COLUMNS} "
+                    f"INSERT INTO checkpoints (thread_id, {CHECKPOINT_COLUMNS}) SELECT ?, {CHECKPOINT_COLUMNS} "  # noqa: S608 - constant column lists, values and ids as ? placeholders
                     f"FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id IN ({marks})",
                     (target, source, *part))
                 written = [c for c in part if c in with_writes]
                 await db.conn.execute(
-                    f"INSERT INTO writes (thread_id, task_path, {WRITE_COLUMNS}) SELECT ?, task_path, {WRITE_COLUMNS} "
+                    f"INSERT INTO writes (thread_id, task_path, {WRITE_COLUMNS}) SELECT ?, task_path, {WRITE_COLUMNS} "  # noqa: S608 - constant column lists, values and ids as ? placeholders
                     f"FROM writes WHERE thread_id = ? AND checkpoint_ns = '' "
                     f"AND checkpoint_id IN ({','.join('?' * len(written))})", (target, source, *written))
             for task in tasks:  # a paused tool call's gate graph (its own namespace, named after the task)
                 like = (target, source, f"%:{task}")
                 await db.conn.execute(
-                    f"INSERT INTO checkpoints (thread_id, {CHECKPOINT_COLUMNS}) SELECT ?, {CHECKPOINT_COLUMNS} "
+                    f"INSERT INTO checkpoints (thread_id, {CHECKPOINT_COLUMNS}) SELECT ?, {CHECKPOINT_COLUMNS} "  # noqa: S608 - constant column lists, values as ? placeholders
                     "FROM checkpoints WHERE thread_id = ? AND checkpoint_ns LIKE ?", like)
                 await db.conn.execute(
-                    f"INSERT INTO writes (thread_id, task_path, {WRITE_COLUMNS}) SELECT ?, task_path, {WRITE_COLUMNS} "
+                    f"INSERT INTO writes (thread_id, task_path, {WRITE_COLUMNS}) SELECT ?, task_path, {WRITE_COLUMNS} "  # noqa: S608 - constant column lists, values as ? placeholders
                     "FROM writes WHERE thread_id = ? AND checkpoint_ns LIKE ?", like)
             await db.conn.execute("COMMIT")
         except BaseException:
@@ -103,7 +103,7 @@ async def fork_thread(saver: BaseCheckpointSaver, source: str, checkpoint_id: st
     return len(ids)
 
 
-async def prune_threads(saver: BaseCheckpointSaver, before: datetime, *, dry_run: bool = False,
+async def prune_threads(saver: BaseCheckpointSaver[str], before: datetime, *, dry_run: bool = False,
                         running: Collection[str] = ()) -> PruneReport:
     """Delete what is older than `before` (see the module docstring); `dry_run` only counts. A session in
     `running` (a turn is under way) and its subagent threads are never deleted whole, only trimmed."""
@@ -131,12 +131,12 @@ async def prune_threads(saver: BaseCheckpointSaver, before: datetime, *, dry_run
         where = "thread_id = ?" if whole else "thread_id = ? AND checkpoint_id < ?"
         args = (thread,) if whole else (thread, cut)
         async with db.lock:
-            c = (await (await db.conn.execute(f"SELECT COUNT(*) FROM checkpoints WHERE {where}", args)).fetchone())
-            w = (await (await db.conn.execute(f"SELECT COUNT(*) FROM writes WHERE {where}", args)).fetchone())
+            c = (await (await db.conn.execute(f"SELECT COUNT(*) FROM checkpoints WHERE {where}", args)).fetchone())  # noqa: S608 - `where` is one of two constant clauses, values as ? placeholders
+            w = (await (await db.conn.execute(f"SELECT COUNT(*) FROM writes WHERE {where}", args)).fetchone())  # noqa: S608 - `where` is one of two constant clauses, values as ? placeholders
             if not dry_run:
                 await db.conn.execute("BEGIN")
-                await db.conn.execute(f"DELETE FROM writes WHERE {where}", args)
-                await db.conn.execute(f"DELETE FROM checkpoints WHERE {where}", args)
+                await db.conn.execute(f"DELETE FROM writes WHERE {where}", args)  # noqa: S608 - `where` is one of two constant clauses, values as ? placeholders
+                await db.conn.execute(f"DELETE FROM checkpoints WHERE {where}", args)  # noqa: S608 - `where` is one of two constant clauses, values as ? placeholders
                 await db.conn.execute("COMMIT")
         n_checkpoints += int(c[0] if c else 0)
         n_writes += int(w[0] if w else 0)
@@ -166,12 +166,12 @@ async def _newest_copy_before(db: AsyncSqliteSaver, thread: str, rows: list[tupl
     return None
 
 
-async def vacuum(saver: BaseCheckpointSaver) -> bool:
+async def vacuum(saver: BaseCheckpointSaver[str]) -> bool:
     """Give the freed pages back to the file system; False when another process holds the file."""
     db = _sqlite(saver)
     try:
         async with db.lock:
             await db.conn.execute("VACUUM")
-    except Exception:
+    except Exception:  # noqa: BLE001 - VACUUM is best effort; a locked or busy file is the usual failure
         return False
     return True

@@ -147,7 +147,7 @@ class AniaSqliteSaver(AsyncSqliteSaver):
             verb = "REPLACE" if all(w[0] in WRITES_IDX_MAP for w in writes) else "IGNORE"
             rows = [(thread_id, ns, cid, task_id, task_path, WRITES_IDX_MAP.get(channel, idx), channel,
                      *self.serde.dumps_typed(value)) for idx, (channel, value) in enumerate(writes)]
-            sql = (f"INSERT OR {verb} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, "
+            sql = (f"INSERT OR {verb} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, "  # noqa: S608 - `verb` is REPLACE or IGNORE, values as ? placeholders
                    f"idx, channel, type, value) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows)))
             async with self.lock:  # all of a task's writes in one statement: atomic, one trip
                 await self.conn.execute(sql, [v for row in rows for v in row])
@@ -166,7 +166,7 @@ class AniaSqliteSaver(AsyncSqliteSaver):
         checkpoint_id = get_checkpoint_id(config)
         which = "checkpoint_id = ?" if checkpoint_id else "1 ORDER BY checkpoint_id DESC LIMIT 1"
         task_path = "w.task_path" if self._has_task_path else "''"
-        sql = (f"SELECT c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint, c.metadata, "
+        sql = (f"SELECT c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint, c.metadata, "  # noqa: S608 - `which` and `task_path` are constant fragments, values as ? placeholders
                f"w.task_id, w.channel, w.type, w.value, {task_path}, w.idx FROM "
                f"(SELECT * FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND {which}) c "
                f"LEFT JOIN writes w ON w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns "

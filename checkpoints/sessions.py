@@ -54,7 +54,7 @@ TASKS_SQL = ("SELECT checkpoint_id, task_path, SUM(channel = 'messages') FROM wr
              "WHERE thread_id = ? AND checkpoint_ns = '' GROUP BY checkpoint_id, task_id ORDER BY checkpoint_id")
 
 
-async def list_sessions(saver: BaseCheckpointSaver) -> list[SessionInfo]:
+async def list_sessions(saver: BaseCheckpointSaver[str]) -> list[SessionInfo]:
     """Every stored session, sorted by key, with its number of checkpoints."""
     if isinstance(saver, AsyncSqliteSaver):
         await saver.setup()
@@ -74,7 +74,7 @@ RECENT_SQL = ("SELECT thread_id, MAX(checkpoint_id) AS newest FROM checkpoints W
 CHAT_SESSION = re.compile(r"^[fg]:[^/\s]+$")
 
 
-async def recent_sessions(saver: BaseCheckpointSaver, n: int) -> list[str]:
+async def recent_sessions(saver: BaseCheckpointSaver[str], n: int) -> list[str]:
     """The n chat sessions written to most recently, newest first (checkpoint ids are time-ordered)."""
     if isinstance(saver, AsyncSqliteSaver):
         await saver.setup()
@@ -90,7 +90,7 @@ async def recent_sessions(saver: BaseCheckpointSaver, n: int) -> list[str]:
     return [k for k in keys if CHAT_SESSION.match(k)][:n]
 
 
-async def session_history(saver: BaseCheckpointSaver, session_key: str) -> list[StepInfo]:
+async def session_history(saver: BaseCheckpointSaver[str], session_key: str) -> list[StepInfo]:
     """The session's checkpoints, oldest first, from the checkpoint and write tables (no history rebuilt)."""
     if not isinstance(saver, AsyncSqliteSaver):
         out = []
@@ -117,7 +117,7 @@ async def session_history(saver: BaseCheckpointSaver, session_key: str) -> list[
             for cid, parent, step, source in rows]
 
 
-async def session_messages(source: BaseCheckpointSaver | Any, session_key: str) -> list[AnyMessage]:
+async def session_messages(source: BaseCheckpointSaver[str] | Any, session_key: str) -> list[AnyMessage]:
     """The session's latest history. `source` is a saver (as `open_checkpointer` yields) or a compiled graph."""
     if not isinstance(source, BaseCheckpointSaver):
         snapshot = await source.aget_state(thread_config(session_key))
@@ -180,7 +180,7 @@ LATEST_SQL = ("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND che
               "ORDER BY checkpoint_id DESC LIMIT 1")
 
 
-async def latest_checkpoint(saver: BaseCheckpointSaver | None, session_key: str) -> str:
+async def latest_checkpoint(saver: BaseCheckpointSaver[str] | None, session_key: str) -> str:
     """The id of the session's newest checkpoint ("" for a new session): where a turn starts (the query log).
     Our saver remembers the ones it wrote (no read); otherwise one indexed query."""
     newest = getattr(saver, "newest", None)

@@ -27,7 +27,7 @@ def params_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The `parameters` object of a function schema for a pydantic model."""
     raw = model.model_json_schema()
     defs = raw.get("$defs", {})
-    out = normalize(raw, defs)
+    out: dict[str, Any] = normalize(raw, defs)
     out.setdefault("type", "object")
     out.setdefault("properties", {})
     return out

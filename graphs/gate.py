@@ -31,7 +31,8 @@ GATES = GATE_STEPS
 
 
 def build_gate_graph(context_factory: ContextFactory | None = None,
-                     checkpointer: BaseCheckpointSaver | bool | None = None) -> CompiledStateGraph[Any, Any, Any, Any]:
+                     checkpointer: BaseCheckpointSaver[str] | bool | None = None,
+                     ) -> CompiledStateGraph[Any, Any, Any, Any]:
     g = StateGraph(GateState, output_schema=GateOutput)
     for name, fn in GATES:
         g.add_node(name, bind_context(fn, context_factory))

@@ -75,7 +75,7 @@ def route_after(node: str) -> Callable[[GateState], str]:
     return route
 
 
-def _call_and_tool(state: GateState, ctx: RunContext) -> tuple[ToolCall, Tool, Any]:
+def _call_and_tool(state: GateState, ctx: RunContext) -> tuple[ToolCall, Tool[Any], Any]:
     call = ToolCall.from_dict(state["call"])
     tool, args = ctx.executor.resolve(call)
     return call, tool, args

@@ -45,7 +45,7 @@ async def present_images(ctx: RunContext) -> tuple[list[HumanMessage], dict[str,
             return [HumanMessage(NOT_DESCRIBED.format(n=len(images), why=why), response_metadata=meta)], None
         except asyncio.CancelledError:
             raise
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - any vision failure becomes a note the main model reads
             log.warning("vision model failed for %s: %s", ctx.session_key, e)
             why = f"the vision model failed ({type(e).__name__})"
             return [HumanMessage(NOT_DESCRIBED.format(n=len(images), why=why), response_metadata=meta)], None

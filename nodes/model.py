@@ -76,7 +76,7 @@ async def _ended(update: dict[str, Any], after: AgentState, ctx: RunContext) -> 
         return Command(update=update, goto=FINISH)
     try:
         await finish(after, ctx)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the finish step runs the hook again and reports its failure
         log.warning("the %s hook failed for %s; running it again in its own step", stop_event(ctx), ctx.session_key)
         return Command(update=update, goto=FINISH)
     return update
@@ -126,7 +126,7 @@ async def call_model(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         return {"messages": [*shown, AIMessage(quota_reply(ctx, e.refusal))], "status": "quota", **seen}
     except asyncio.CancelledError:
         raise
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any provider failure becomes a reply that says so
         log.warning("model call failed for %s: %s", ctx.session_key, e)
         return {"messages": [*shown, AIMessage(MODEL_FAILED.format(detail=_describe(e)))], "status": "error", **seen}
     # Provider ids are not unique across restarts (and a fake server repeats them); ours must be,

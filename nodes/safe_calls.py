@@ -85,19 +85,27 @@ def _problem(value: Any, path: str, depth: int) -> str | None:
         where = f'argument "{top}": ' if top else ""
         return f"{where}nested deeper than {MAX_DEPTH} levels"
     if isinstance(value, dict):
-        for key, item in value.items():
-            sub = f"{path}.{escaped(str(key))}" if path else escaped(str(key))
-            if has_surrogate(str(key)):
-                return f'argument "{sub}": text with a lone surrogate ({escaped(str(key))}), not valid Unicode'
-            if (why := _problem(item, sub, depth + 1)) is not None:
-                return why
-        return None
+        return _dict_problem(value, path, depth)
     if isinstance(value, list | tuple):
-        for n, item in enumerate(value):
-            if (why := _problem(item, f"{path}[{n}]", depth + 1)) is not None:
-                return why
-        return None
+        return _list_problem(value, path, depth)
     return f"{where}a value of type {type(value).__name__}"
+
+
+def _dict_problem(value: dict[Any, Any], path: str, depth: int) -> str | None:
+    for key, item in value.items():
+        sub = f"{path}.{escaped(str(key))}" if path else escaped(str(key))
+        if has_surrogate(str(key)):
+            return f'argument "{sub}": text with a lone surrogate ({escaped(str(key))}), not valid Unicode'
+        if (why := _problem(item, sub, depth + 1)) is not None:
+            return why
+    return None
+
+
+def _list_problem(value: list[Any] | tuple[Any, ...], path: str, depth: int) -> str | None:
+    for n, item in enumerate(value):
+        if (why := _problem(item, f"{path}[{n}]", depth + 1)) is not None:
+            return why
+    return None
 
 
 def _shown(args: Any) -> str:

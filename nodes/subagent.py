@@ -170,7 +170,7 @@ async def _stopped(graph: CompiledStateGraph[Any, Any, Any, Any], thread: str, c
             if parent.usage is not None:
                 parent.usage.add((await stored_values(graph, thread)).get("turn_usage"))
             await ctx.services.hooks.run(hook_event(ctx, "SubagentStop", tool_result=STOPPED))
-    except Exception as e:  # a failing hook must not turn a stop into an error
+    except Exception as e:  # noqa: BLE001 - a failing hook must not turn a stop into an error
         log.warning("SubagentStop hook after /stop failed on %s: %s", ctx.session_key, e)
 
 

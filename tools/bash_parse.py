@@ -70,97 +70,149 @@ class _Frame:
 
 def _lex(s: str, segs: list[str], doubts: list[str], bodies: list[str]) -> None:
     """Append the simple commands of `s` to `segs`, its backtick bodies to `bodies`, doubts to `doubts`."""
-    stack, i, n = [_Frame("top", 0)], 0, len(s)
+    _Lexer(s, segs, doubts, bodies).run()
 
-    def flush(f: _Frame, end: int) -> None:
-        if seg := s[f.start : end].strip(" \t\n"):  # bash's blanks only: `\v` is part of a word
-            segs.append(seg)
 
-    def push(kind: str, start: int) -> bool:
-        if len(stack) >= MAX_DEPTH:
-            doubts.append(f"nesting deeper than {MAX_DEPTH} levels")
+class _Lexer:
+    """One pass over a line: the position, the stack of open constructs, and where the findings go.
+
+    Each character is read by the first of three readers that knows it: what reads the same in every
+    construct (`_anywhere`), quotes and substitutions opening outside "..." and ${...} (`_opening`),
+    and the rest of the plain shell syntax (`_plain`)."""
+
+    def __init__(self, s: str, segs: list[str], doubts: list[str], bodies: list[str]) -> None:
+        self.s, self.i, self.n = s, 0, len(s)
+        self.stack = [_Frame("top", 0)]
+        self.segs, self.doubts, self.bodies = segs, doubts, bodies
+
+    def run(self) -> None:
+        s = self.s
+        while self.i < self.n:
+            f, c, nxt = self.stack[-1], s[self.i], s[self.i + 1 : self.i + 2]
+            redir, f.redir = f.redir, ""
+            if not (self._anywhere(f, c, nxt) or self._opening(f, c, nxt)):
+                self._plain(f, c, nxt, redir)
+        if len(self.stack) > 1:
+            self.doubts.append("an unclosed quote, substitution or parenthesis")
+        for f in reversed(self.stack):
+            if f.kind not in ("dq", "param"):
+                self.flush(f, self.n)
+
+    def flush(self, f: _Frame, end: int) -> None:
+        if seg := self.s[f.start : end].strip(" \t\n"):  # bash's blanks only: `\v` is part of a word
+            self.segs.append(seg)
+
+    def push(self, kind: str, start: int) -> bool:
+        if len(self.stack) >= MAX_DEPTH:
+            self.doubts.append(f"nesting deeper than {MAX_DEPTH} levels")
             return False
-        stack.append(_Frame(kind, start))
+        self.stack.append(_Frame(kind, start))
         return True
 
-    while i < n:
-        f, c, nxt = stack[-1], s[i], s[i + 1 : i + 2]
-        redir, f.redir = f.redir, ""
-        if c == "`":  # the body is lexed later, on its own
-            j = i + 1
-            while j < n and s[j] != "`":
-                j += 2 if s[j] == "\\" else 1
-            doubts.append("backticks" if j < n else "an unclosed backtick")
-            bodies.append(_UNESCAPE_TICK.sub(r"\1", s[i + 1 : j]))
-            f.word, i = True, j + 1
+    def _anywhere(self, f: _Frame, c: str, nxt: str) -> bool:
+        """Backticks, `$(`, `${` and backslashes, in any construct, and the inside of "..." and ${...}."""
+        if c == "`":
+            self._backticks(f)
         elif c == "$" and nxt in ("(", "{"):
-            f.word, i = True, i + (2 if push("sub" if nxt == "(" else "param", i + 2) else 1)
+            f.word, self.i = True, self.i + (2 if self.push("sub" if nxt == "(" else "param", self.i + 2) else 1)
         elif c == "\\":
-            if f.kind == "param" or (nxt == "\n" and f.kind != "dq"):
-                doubts.append("a backslash inside ${...}" if f.kind == "param" else "a line continuation")
-            f.word, i = f.word or nxt != "\n", i + 2  # bash drops backslash-newline before reading words
+            self._backslash(f, nxt)
         elif f.kind in ("dq", "param"):
             if c == ('"' if f.kind == "dq" else "}"):
-                stack.pop()
+                self.stack.pop()
             elif f.kind == "param" and c in "'\"{":
-                doubts.append("quotes or braces inside ${...}")
-            i += 1
-        elif c == "'":
+                self.doubts.append("quotes or braces inside ${...}")
+            self.i += 1
+        else:
+            return False
+        return True
+
+    def _backticks(self, f: _Frame) -> None:
+        """The body is lexed later, on its own."""
+        s, n, i = self.s, self.n, self.i
+        j = i + 1
+        while j < n and s[j] != "`":
+            j += 2 if s[j] == "\\" else 1
+        self.doubts.append("backticks" if j < n else "an unclosed backtick")
+        self.bodies.append(_UNESCAPE_TICK.sub(r"\1", s[i + 1 : j]))
+        f.word, self.i = True, j + 1
+
+    def _backslash(self, f: _Frame, nxt: str) -> None:
+        if f.kind == "param" or (nxt == "\n" and f.kind != "dq"):
+            self.doubts.append("a backslash inside ${...}" if f.kind == "param" else "a line continuation")
+        f.word, self.i = f.word or nxt != "\n", self.i + 2  # bash drops backslash-newline before reading words
+
+    def _opening(self, f: _Frame, c: str, nxt: str) -> bool:
+        """Quotes and substitutions that open outside "..." and ${...}: '...', $'...', "...", <( and >(."""
+        s, n, i = self.s, self.n, self.i
+        if c == "'":
             j = s.find("'", i + 1)
             if j < 0:
-                doubts.append("an unclosed quote")
-            f.word, i = True, (n if j < 0 else j + 1)
+                self.doubts.append("an unclosed quote")
+            f.word, self.i = True, (n if j < 0 else j + 1)
         elif c == "$" and nxt == "'":
             j = i + 2
             while j < n and s[j] != "'":
                 j += 2 if s[j] == "\\" else 1
-            doubts.append("$'...' quoting")
-            f.word, i = True, j + 1
+            self.doubts.append("$'...' quoting")
+            f.word, self.i = True, j + 1
         elif c == '"' or (c == "$" and nxt == '"'):
-            f.word, i = True, i + ((1 if c == '"' else 2) if push("dq", i) else 1)
+            f.word, self.i = True, i + ((1 if c == '"' else 2) if self.push("dq", i) else 1)
         elif c in "<>" and nxt == "(":  # process substitution
-            f.word, i = True, i + (2 if push("sub", i + 2) else 1)
-        elif c == "#" and not f.word:  # a comment, to the end of the line
-            j = s.find("\n", i)
-            j = n if j < 0 else j
-            if _COMMENT_DOUBT.search(s, i, j):
-                doubts.append("a comment holding quotes, `$` or backslashes")
-            flush(f, i)
-            f.start, i = j, j
+            f.word, self.i = True, i + (2 if self.push("sub", i + 2) else 1)
+        else:
+            return False
+        return True
+
+    def _plain(self, f: _Frame, c: str, nxt: str, redir: str) -> None:
+        """Comments, blanks, redirections, control operators, parentheses and word characters."""
+        if c == "#" and not f.word:  # a comment, to the end of the line
+            self._comment(f)
         elif c in " \t":
-            f.word, i = False, i + 1
+            f.word, self.i = False, self.i + 1
         elif c in "<>":
-            if s.startswith("<<", i) and not s.startswith("<<<", i):
-                doubts.append("a here-document (<<)")
-            step = 3 if s.startswith("<<<", i) else 2 if s.startswith("<<", i) else 1
-            f.word, f.redir, i = False, c, i + step
+            self._redirection(f, c)
         elif c in ";&|\n":
             if not ((c == "&" and (redir or nxt == ">")) or (c == "|" and redir == ">")):
-                flush(f, i)  # a control operator; `>&`, `<&`, `&>` and `>|` are redirections
-                f.start = i + 1
-            f.word, i = False, i + 1
+                self.flush(f, self.i)  # a control operator; `>&`, `<&`, `&>` and `>|` are redirections
+                f.start = self.i + 1
+            f.word, self.i = False, self.i + 1
         elif c == "(":
-            flush(f, i)
-            if not push("group", i + 1):
-                f.start = i + 1
-            i += 1
+            self.flush(f, self.i)
+            if not self.push("group", self.i + 1):
+                f.start = self.i + 1
+            self.i += 1
         elif c == ")":
-            flush(f, i)
-            if f.kind in ("sub", "group"):
-                stack.pop()
-                if f.kind == "group":
-                    stack[-1].start, stack[-1].word = i + 1, False
-            else:
-                doubts.append("an unbalanced `)`")
-                f.start, f.word = i + 1, False
-            i += 1
+            self._close(f)
         else:
-            f.word, i = True, i + 1
-    if len(stack) > 1:
-        doubts.append("an unclosed quote, substitution or parenthesis")
-    for f in reversed(stack):
-        if f.kind not in ("dq", "param"):
-            flush(f, n)
+            f.word, self.i = True, self.i + 1
+
+    def _comment(self, f: _Frame) -> None:
+        s, i = self.s, self.i
+        j = s.find("\n", i)
+        j = self.n if j < 0 else j
+        if _COMMENT_DOUBT.search(s, i, j):
+            self.doubts.append("a comment holding quotes, `$` or backslashes")
+        self.flush(f, i)
+        f.start, self.i = j, j
+
+    def _redirection(self, f: _Frame, c: str) -> None:
+        s, i = self.s, self.i
+        if s.startswith("<<", i) and not s.startswith("<<<", i):
+            self.doubts.append("a here-document (<<)")
+        step = 3 if s.startswith("<<<", i) else 2 if s.startswith("<<", i) else 1
+        f.word, f.redir, self.i = False, c, i + step
+
+    def _close(self, f: _Frame) -> None:
+        self.flush(f, self.i)
+        if f.kind in ("sub", "group"):
+            self.stack.pop()
+            if f.kind == "group":
+                self.stack[-1].start, self.stack[-1].word = self.i + 1, False
+        else:
+            self.doubts.append("an unbalanced `)`")
+            f.start, f.word = self.i + 1, False
+        self.i += 1
 
 
 def words(s: str) -> list[tuple[str, str]]:

@@ -19,6 +19,7 @@ import gjson
 from pydantic import BaseModel, Field
 
 from core.errors import ToolError
+from core.settings.platform import MemeSettings
 from core.tool import Tool
 from services.context import RunContext
 from services.images import fetch_bytes, sniff_mime
@@ -43,7 +44,7 @@ def build_url(template: str, msg: str, num: int, key: str) -> str:
 def _path(doc: Any, path: str) -> Any:
     try:
         return gjson.get(doc, path)
-    except Exception:  # gjson raises its own parse errors for a missing key or a bad path
+    except Exception:  # noqa: BLE001 - gjson raises its own parse errors for a missing key or a bad path
         return None
 
 
@@ -72,42 +73,52 @@ class MemeTool(Tool[MemeParams, RunContext]):
         msg = args.msg.strip()
         if not msg:
             raise ToolError("msg is empty: say what the meme should be about")
-        url = build_url(s.url, msg, args.num, s.key)
-        try:  # meme.url is the operator's (it may be on the LAN); a redirect to another host is checked
-            response = await fetch(url, Guard(MAX_API_BYTES, s.timeout_sec, s.allow_private_hosts, SETTING),
-                                   trusted=True, ok_statuses=range(200, 600))
-        except TimedOut:
-            raise ToolError(f"the meme API did not answer within {s.timeout_sec:g} s") from None
-        except FetchError as e:
-            raise ToolError(f"the meme API could not be reached ({e})") from None
-        if response.status in (401, 403):
-            raise ToolError(f"the meme API refused the request (HTTP {response.status}): check meme.key")
-        if response.status >= 400:
-            raise ToolError(f"the meme API failed: HTTP {response.status}")
-        try:
-            doc = json.loads(response.body)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ToolError("the meme API did not answer with JSON (check meme.url)") from None
+        doc = await _search(build_url(s.url, msg, args.num, s.key), s)
         urls = image_urls(doc, s.list_path, s.img_field)
         if not urls:
             return f'No meme found for "{msg}" (or meme.list_path / meme.img_field do not match the API\'s answer).'
-        sent, problems = 0, []
-        for image_url in urls[: args.num]:
-            try:
-                data = await fetch_bytes(image_url, s.timeout_sec, private_ok=s.allow_private_hosts,
-                                         setting=SETTING)
-            except FetchError as e:
-                problems.append(str(e))
-                continue
-            if sniff_mime(data) is None:
-                problems.append("an answer that is not an image")
-                continue
-            result = await ctx.bridge.send_image(base64.b64encode(data).decode())
-            if result == "sent":
-                sent += 1
-            else:
-                problems.append(result)
+        sent, problems = await _send_images(urls[: args.num], s, ctx)
         if not sent:
             raise ToolError(f'found memes for "{msg}" but none could be sent: {"; ".join(problems)}')
         note = f" ({len(problems)} failed: {'; '.join(problems)})" if problems else ""
         return f'Sent {sent} meme image(s) for "{msg}" to the chat{note}.'
+
+
+async def _search(url: str, s: MemeSettings) -> Any:
+    """The API's answer as JSON; a ToolError that says what went wrong otherwise."""
+    try:  # meme.url is the operator's (it may be on the LAN); a redirect to another host is checked
+        response = await fetch(url, Guard(MAX_API_BYTES, s.timeout_sec, s.allow_private_hosts, SETTING),
+                               trusted=True, ok_statuses=range(200, 600))
+    except TimedOut:
+        raise ToolError(f"the meme API did not answer within {s.timeout_sec:g} s") from None
+    except FetchError as e:
+        raise ToolError(f"the meme API could not be reached ({e})") from None
+    if response.status in (401, 403):
+        raise ToolError(f"the meme API refused the request (HTTP {response.status}): check meme.key")
+    if response.status >= 400:
+        raise ToolError(f"the meme API failed: HTTP {response.status}")
+    try:
+        return json.loads(response.body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ToolError("the meme API did not answer with JSON (check meme.url)") from None
+
+
+async def _send_images(urls: list[str], s: MemeSettings, ctx: RunContext) -> tuple[int, list[str]]:
+    """Fetch and send each image, in order: how many were sent, and why the others were not."""
+    sent, problems = 0, []
+    for image_url in urls:
+        try:
+            data = await fetch_bytes(image_url, s.timeout_sec, private_ok=s.allow_private_hosts,
+                                     setting=SETTING)
+        except FetchError as e:
+            problems.append(str(e))
+            continue
+        if sniff_mime(data) is None:
+            problems.append("an answer that is not an image")
+            continue
+        result = await ctx.bridge.send_image(base64.b64encode(data).decode())
+        if result == "sent":
+            sent += 1
+        else:
+            problems.append(result)
+    return sent, problems

@@ -59,11 +59,13 @@ class Recorded:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        return self.body.get("messages", [])
+        messages: list[dict[str, Any]] = self.body.get("messages", [])
+        return messages
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        return self.body.get("tools", [])
+        tools: list[dict[str, Any]] = self.body.get("tools", [])
+        return tools
 
     @property
     def tool_names(self) -> list[str]:
@@ -80,7 +82,7 @@ class ScriptedOpenAI:
         self.in_flight = 0  # chat requests being answered now, and the most at once
         self.peak_in_flight = 0
         self._script: list[Step] = []
-        self._responder: Callable[[dict], Step] | None = None
+        self._responder: Callable[[dict[str, Any]], Step] | None = None
         self._lock = threading.Lock()
         self._seq = 0
         self.embed_dim = 64
@@ -96,7 +98,7 @@ class ScriptedOpenAI:
             self._script.extend(steps)
         return self
 
-    def respond_with(self, responder: Callable[[dict], Step] | None) -> ScriptedOpenAI:
+    def respond_with(self, responder: Callable[[dict[str, Any]], Step] | None) -> ScriptedOpenAI:
         """Answer requests by content once the script is empty (None: echo again)."""
         self._responder = responder
         return self
@@ -146,7 +148,7 @@ class ScriptedOpenAI:
             self._loop = loop
             self._stopping = asyncio.Event()
             loop.call_soon(ready.set)
-            assert self._server is not None
+            assert self._server is not None  # noqa: S101 - narrows for mypy: start() set it just above
             loop.run_until_complete(self._server.serve(sockets=[sock]))
             loop.close()
 
@@ -226,7 +228,7 @@ class ScriptedOpenAI:
             step = step.then or Reply(echo(body))
         if isinstance(step, Fail):
             return error(step.message, step.status)
-        assert isinstance(step, (Reply, Calls)), step  # _next resolves callables
+        assert isinstance(step, (Reply, Calls)), step  # noqa: S101 - test fake: _next resolves callables
         if step.delay:
             self.model_seconds += step.delay
             if await self._sleep(step.delay):

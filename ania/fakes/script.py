@@ -33,7 +33,7 @@ class Reply:
 class Calls:
     """An assistant turn that calls tools: `(name, args)`; args as a dict, or a raw string (bad JSON)."""
 
-    calls: list[tuple[str, dict | str]]
+    calls: list[tuple[str, dict[str, Any] | str]]
     text: str = ""
     delay: float = 0.0
 
@@ -54,7 +54,7 @@ class Stall:
     then: Step | None = None
 
 
-Step = Reply | Calls | Fail | Stall | Callable[[dict], "Step"]
+Step = Reply | Calls | Fail | Stall | Callable[[dict[str, Any]], "Step"]
 
 
 @dataclass
@@ -124,7 +124,7 @@ def _step(item: Any) -> Step:
         calls = item["calls"]
         if not isinstance(calls, list) or not calls:
             raise TypeError('"calls" is a non-empty list of {"name": ..., "args": {...}}')
-        pairs: list[tuple[str, dict | str]] = []
+        pairs: list[tuple[str, dict[str, Any] | str]] = []
         for call in calls:
             if not isinstance(call, dict) or not isinstance(call.get("name"), str):
                 raise TypeError('each call is {"name": "tool", "args": {...}}')

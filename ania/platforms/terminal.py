@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 from uuid import UUID
 
@@ -49,6 +49,7 @@ from ania.entry import MessageEntry
 from ania.platforms.bridge import ChatBridge
 from ania.platforms.terminal_screen import TICK_SEC, Screen, StatusLine
 from ania.recovery import CTRL_C
+from core.settings.sections import LLMSettings
 from nodes.model import MODEL_FAILED
 
 QUIT = ("/quit", "/exit")
@@ -146,36 +147,9 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
     """`local`: the person at the terminal is the bot's operator (no --user), who may speak `/as` others."""
     tty_in = os.isatty(stdin_fd)
     llm = engine.services.settings.llm
-    screen = Screen(out, llm.base_url, tty_in=tty_in)
-    status = screen.status
-    outcome = Outcome()
-
-    def emit(text: str) -> None:  # the status line comes back at its next tick if the turn goes on
-        screen.line(text, reply=True)
-
-    async def send(text: str) -> None:
-        emit(text)
-
-    async def outbox(session: str, text: str) -> bool:
-        emit(text if session == session_key else f"[to {session}] {text}")
-        return True
-
-    active: set[asyncio.Task[TurnResult]] = set()
-
-    def turn_done(task: asyncio.Task[TurnResult]) -> None:
-        active.discard(task)
-        if task.cancelled():
-            return
-        failed = task.exception() is not None or task.result().status in FAILED
-        outcome.turns, outcome.failed = outcome.turns + 1, outcome.failed + failed
-        if task.exception() is None and _endpoint_failed(task.result()):
-            line = f"ania: the model endpoint {llm.base_url} (model {llm.model}) failed: {_detail(task.result())}"
-            if status is not None:
-                screen.note(line)
-            else:
-                sys.stderr.write(line + "\n")
-
-    detach = engine.services.outboxes.attach("terminal", outbox)
+    chat = _Chat(engine, session_key, Screen(out, llm.base_url, tty_in=tty_in), llm)
+    screen, status = chat.screen, chat.screen.status
+    detach = engine.services.outboxes.attach("terminal", chat.outbox)
     try:  # scheduled tasks fire while the chat waits for input; replies print here
         await engine.services.clock.start()  # refused when another bot runs on the data directory
     except BaseException:
@@ -184,37 +158,13 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
     if status is not None:
         _steps_var.set(StepWatcher(status, screen.note))
         unfilter = _clear_before_logs(status)
-    bridge = ChatBridge(send, engine.services.paths.data_dir / "outbox" / session_key)
+    bridge = ChatBridge(chat.send, engine.services.paths.data_dir / "outbox" / session_key)
     entry = MessageEntry(engine, lambda _key: bridge)
     lines = StdinLines(stdin_fd)
     if tty_in:
-        role = "an admin" if engine.services.admins.is_admin(user_id) else "not an admin"
-        out.write(f"Ania chat, session {session_key} (you are {user_id}, {role}); model {llm.model} at "
-                  f"{llm.base_url}{f', an {note}' if note else ''}.\n"
-                  "Type a message; /help lists the commands, /stop stops a turn, /quit or Ctrl-D quits.\n")
-        out.flush()
+        _greet(out, engine, session_key, user_id, llm, note)
     try:
-        while True:
-            line = await _next_line(lines, screen, engine, session_key, active)
-            if line is None:
-                await entry.drain()
-                break
-            if line.lower() in QUIT:
-                await entry.stop(session_key)
-                break
-            speaker, line = _speaker(line, user_id, local)
-            if not line:
-                emit("Usage: /as <user> <text> (only the local operator, without --user)")
-                continue
-            task = await entry.submit(session_key, speaker, line)
-            if task is None:
-                continue
-            active.add(task)
-            task.add_done_callback(turn_done)
-            if status is not None:
-                status.start()
-            if not tty_in:
-                await _until_idle_or_asking(task, engine, session_key)
+        await chat.converse(entry, lines, user_id, local=local, tty_in=tty_in)
     except asyncio.CancelledError:  # Ctrl-C: stop and settle the turns before the engine closes
         if status is not None:
             await status.stop()
@@ -229,7 +179,77 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
             _steps_var.set(None)
             unfilter()
         detach()
-    return outcome
+    return chat.outcome
+
+
+def _greet(out: TextIO, engine: Engine, session_key: str, user_id: str, llm: LLMSettings, note: str) -> None:
+    role = "an admin" if engine.services.admins.is_admin(user_id) else "not an admin"
+    out.write(f"Ania chat, session {session_key} (you are {user_id}, {role}); model {llm.model} at "
+              f"{llm.base_url}{f', an {note}' if note else ''}.\n"
+              "Type a message; /help lists the commands, /stop stops a turn, /quit or Ctrl-D quits.\n")
+    out.flush()
+
+
+@dataclass
+class _Chat:
+    """One `ania chat`: its screen, the turns running and how the messages ended. `llm` is the model
+    settings at the start, which a failed model call's note names."""
+
+    engine: Engine
+    session_key: str
+    screen: Screen
+    llm: LLMSettings
+    outcome: Outcome = field(default_factory=Outcome)
+    active: set[asyncio.Task[TurnResult]] = field(default_factory=set)
+
+    def emit(self, text: str) -> None:  # the status line comes back at its next tick if the turn goes on
+        self.screen.line(text, reply=True)
+
+    async def send(self, text: str) -> None:
+        self.emit(text)
+
+    async def outbox(self, session: str, text: str) -> bool:
+        self.emit(text if session == self.session_key else f"[to {session}] {text}")
+        return True
+
+    def turn_done(self, task: asyncio.Task[TurnResult]) -> None:
+        self.active.discard(task)
+        if task.cancelled():
+            return
+        failed = task.exception() is not None or task.result().status in FAILED
+        self.outcome.turns, self.outcome.failed = self.outcome.turns + 1, self.outcome.failed + failed
+        if task.exception() is None and _endpoint_failed(task.result()):
+            llm = self.llm
+            line = f"ania: the model endpoint {llm.base_url} (model {llm.model}) failed: {_detail(task.result())}"
+            if self.screen.status is not None:
+                self.screen.note(line)
+            else:
+                sys.stderr.write(line + "\n")
+
+    async def converse(self, entry: MessageEntry, lines: StdinLines, user_id: str, *, local: bool,
+                       tty_in: bool) -> None:
+        """Read and submit lines until the end of input (turns finish first) or /quit (turns are stopped)."""
+        while True:
+            line = await _next_line(lines, self.screen, self.engine, self.session_key, self.active)
+            if line is None:
+                await entry.drain()
+                return
+            if line.lower() in QUIT:
+                await entry.stop(self.session_key)
+                return
+            speaker, line = _speaker(line, user_id, local)
+            if not line:
+                self.emit("Usage: /as <user> <text> (only the local operator, without --user)")
+                continue
+            task = await entry.submit(self.session_key, speaker, line)
+            if task is None:
+                continue
+            self.active.add(task)
+            task.add_done_callback(self.turn_done)
+            if self.screen.status is not None:
+                self.screen.status.start()
+            if not tty_in:
+                await _until_idle_or_asking(task, self.engine, self.session_key)
 
 
 async def _next_line(lines: StdinLines, screen: Screen, engine: Engine, session_key: str,

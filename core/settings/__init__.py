@@ -27,7 +27,7 @@ from pydantic_settings import (
 )
 from pydantic_settings.exceptions import SettingsError
 
-from core.errors import ConfigError
+from core.errors import ConfigError, DeveloperError
 from core.settings.check import (
     ENV_PREFIX,
     OTHER_ENV,
@@ -185,7 +185,8 @@ def _sections() -> dict[str, type[BaseModel]]:
     out = {}
     for section, sfield in Settings.model_fields.items():
         model = sfield.annotation
-        assert isinstance(model, type) and issubclass(model, BaseModel), section
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise DeveloperError(f"Settings.{section} is not a settings model")
         out[section] = model
     return out
 
@@ -221,7 +222,8 @@ def load_settings(config_dir: Path) -> Settings:
     config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path if path.exists() else None})
     cls = type("FileSettings", (Settings,), {"model_config": config, "config_file": path})
     try:
-        return cls()
+        settings: Settings = cls()
+        return settings
     except ValidationError as e:
         raise ConfigError(invalid(e, data, lines, path, env, sections)) from None
     except SettingsError as e:  # a source that could not be parsed at all (the JSON check catches the usual ones)

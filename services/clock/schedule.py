@@ -145,12 +145,14 @@ class Schedule:
 
     def first_after(self, since: datetime) -> datetime | None:
         """The first fire time at or after `since` (an @every schedule's first is one interval after it)."""
-        return self.trigger.get_next_fire_time(None, since.astimezone(self.tz))
+        first: datetime | None = self.trigger.get_next_fire_time(None, since.astimezone(self.tz))
+        return first
 
     def after(self, previous: datetime) -> datetime | None:
         """The first fire time strictly after `previous` (which was a fire time)."""
         later = (previous.astimezone(UTC) + timedelta(seconds=1)).astimezone(self.tz)
-        return self.trigger.get_next_fire_time(previous.astimezone(self.tz), later)
+        nxt: datetime | None = self.trigger.get_next_fire_time(previous.astimezone(self.tz), later)
+        return nxt
 
     def fires(self, since: datetime, last: datetime | None = None) -> Iterator[datetime]:
         """Fire times in order: after `last` when the task fired before, else from `since`."""

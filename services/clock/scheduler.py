@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 Due = Callable[[str, datetime], None]
 
 
-class HandOff(BaseExecutor):
+class HandOff(BaseExecutor):  # type: ignore[misc]  # APScheduler 3 ships no type hints: BaseExecutor is Any
     """An APScheduler executor that runs nothing: it passes the latest due fire time to `due`."""
 
     def __init__(self, due: Due) -> None:

@@ -145,7 +145,7 @@ class ClockService:
         mine = [run for run in live if admin or run.created_by == user_id]
         for run in mine:
             run.stopped_by = user_id
-            assert run.task is not None
+            assert run.task is not None  # noqa: S101 - narrows for mypy: `live` kept only runs with a task
             run.task.cancel()
         await asyncio.gather(*(run.task for run in mine if run.task is not None), return_exceptions=True)
         return len(mine), len(live) - len(mine)
@@ -289,6 +289,10 @@ class ClockService:
         if task.run_once and self._scheduler is not None:
             self._scheduler.remove(task.id)
         log.info("clock run %s of %s: %s", run_id, task.label, outcome.status)
+        await self._report(task, outcome, budget)
+
+    async def _report(self, task: ClockTask, outcome: RunOutcome, budget: float) -> None:
+        """Tell the task's session that its run timed out or failed (unless the failure is a quiet one)."""
         if outcome.status == "timeout":
             key = "its timeout_sec" if task.timeout_sec else "clock.default_timeout_sec"
             await self._tell(task.session, TIMED_OUT.format(label=task.label, sec=f"{budget:g}", key=key,

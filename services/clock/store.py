@@ -33,14 +33,14 @@ class ClockStore:
         cols = ", ".join(TASK_COLUMNS)
         marks = ", ".join("?" for _ in TASK_COLUMNS)
         with self._store.locked() as db:
-            cur = db.execute(f"INSERT INTO clock_tasks ({cols}) VALUES ({marks})", [values[c] for c in TASK_COLUMNS])
+            cur = db.execute(f"INSERT INTO clock_tasks ({cols}) VALUES ({marks})", [values[c] for c in TASK_COLUMNS])  # noqa: S608 - constant TASK_COLUMNS, values as ? placeholders
             return int(cur.lastrowid or 0)
 
     def rows(self, session: str | None = None) -> list[dict[str, Any]]:
         """Raw task rows, by id (the service turns them into tasks and reports the ones that are not)."""
         where, args = ("WHERE session = ?", [session]) if session else ("", [])
         with self._store.locked() as db:
-            cur = db.execute(f"SELECT * FROM clock_tasks {where} ORDER BY id", args)
+            cur = db.execute(f"SELECT * FROM clock_tasks {where} ORDER BY id", args)  # noqa: S608 - `where` is empty or a constant clause, values as ? placeholders
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
@@ -62,7 +62,7 @@ class ClockStore:
     def update(self, task_id: int, **values: Any) -> None:
         sets = ", ".join(f"{k} = ?" for k in values)
         with self._store.locked() as db:
-            db.execute(f"UPDATE clock_tasks SET {sets} WHERE id = ?", [*values.values(), task_id])
+            db.execute(f"UPDATE clock_tasks SET {sets} WHERE id = ?", [*values.values(), task_id])  # noqa: S608 - the column names are our own callers' keyword names, values as ? placeholders
 
     def delete(self, task_id: int) -> None:
         with self._store.locked() as db:
@@ -147,6 +147,6 @@ def _insert(db: Any, run: ClockRun) -> None:
 
 
 def _select(db: Any, tail: str, args: list[Any]) -> list[ClockRun]:
-    cur = db.execute(f"SELECT * FROM clock_runs {tail}", args)
+    cur = db.execute(f"SELECT * FROM clock_runs {tail}", args)  # noqa: S608 - callers pass constant tails, values as ? placeholders
     names = [d[0] for d in cur.description]
     return [ClockRun.from_row(dict(zip(names, r, strict=True))) for r in cur.fetchall()]

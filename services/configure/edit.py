@@ -25,7 +25,7 @@ import tomlkit
 from pydantic import BaseModel, ValidationError
 from tomlkit.exceptions import TOMLKitError
 
-from core.errors import ConfigError, ToolError
+from core.errors import ConfigError, DeveloperError, ToolError
 from core.settings import CONFIG_FILE, KeyInfo, Paths, Settings, registry
 from services.commands import CommandStore
 from services.configure.files import CONFIG_FILES, MASK, MAX_FILE, TAKES_EFFECT, checked_file, shown_file
@@ -122,7 +122,7 @@ class ConfigEditor:
                 return getattr(model.model_validate({name: candidate}), name)
             except ValidationError as e:
                 error = error or e
-        assert error is not None
+        assert error is not None  # noqa: S101 - narrows for mypy: the loop returned or set it
         msg = error.errors(include_url=False)[0]["msg"]
         raise ToolError(f"invalid value for {info.key}: {msg}. Nothing was changed.")
 
@@ -190,7 +190,8 @@ class ConfigEditor:
 
 def _section_model(section: str) -> type[BaseModel]:
     model = Settings.model_fields[section].annotation
-    assert isinstance(model, type) and issubclass(model, BaseModel), section
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise DeveloperError(f"Settings.{section} is not a settings model")
     return model
 
 

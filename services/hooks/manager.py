@@ -164,5 +164,5 @@ async def _run_shell(hook: ShellHook, event: HookEvent, cwd: str, env: dict[str,
     try:
         result = await execute(hook.command, build_stdin(event, cwd), hook.timeout, cwd=cwd, env=env)
         return interpret(event.name, hook.command, result, hook.timeout)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - an unexpected error is the hook's failure, never the tool's
         return failed(event.name, hook.command, exc)

@@ -192,7 +192,7 @@ Captured = tuple[bytes, bool]  # (the first MAX_OUTPUT_BYTES, whether there was 
 
 async def _communicate(proc: asyncio.subprocess.Process, data: bytes) -> tuple[Captured, Captured]:
     """Feed stdin while draining both pipes, so a chatty hook can never deadlock on a full pipe."""
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None  # noqa: S101 - all PIPE
     _, out, err = await asyncio.gather(_feed(proc.stdin, data), _read_capped(proc.stdout), _read_capped(proc.stderr))
     await proc.wait()
     return out, err

@@ -99,7 +99,7 @@ class ChunkBase:
         try:
             self.store.add_vectors(self.name, self.embedder.key, chunks, vectors)
             return True
-        except Exception as e:  # a model answering another size than the stored vectors: keyword only
+        except Exception as e:  # noqa: BLE001 - a model answering another size than the stored vectors: keyword only
             self.embedder.reject(f"the store refused the vectors: {type(e).__name__}: {e}")
             return False
 
@@ -136,7 +136,7 @@ class ChunkBase:
         """Cosine of every candidate, and the scope of each chunk the vector side found."""
         try:
             near = self.store.nearest(self.name, self.embedder.key, qvec, scopes, CANDIDATES)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - re-raised as StoreError, which the caller handles
             raise StoreError(f"vector search failed: {type(e).__name__}: {e}") from None
         out = {cid: cos for cid, _, cos in near}
         extra = {cid: scope for cid, scope, _ in near}

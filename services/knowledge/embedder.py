@@ -47,7 +47,7 @@ class Embedder:
     def key(self) -> str:
         """Names the vector space (endpoint and model): vectors of another model are never compared."""
         raw = f"{self._settings.base_url.rstrip('/')}|{self._settings.model}"
-        return hashlib.sha1(raw.encode()).hexdigest()[:10]
+        return hashlib.sha1(raw.encode(), usedforsecurity=False).hexdigest()[:10]
 
     def available(self) -> bool:
         return self.enabled and time.monotonic() >= self._down_until
@@ -100,7 +100,8 @@ class Embedder:
         if not all(math.isfinite(n) and n > 0 for n in norms):
             raise EmbeddingFailed("zero or non-finite vectors")
         self.dim = dim
-        return matrix / norms[:, None]
+        unit: np.ndarray = matrix / norms[:, None]
+        return unit
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:

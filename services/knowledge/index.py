@@ -91,7 +91,7 @@ class KeywordIndex:
                 self._drop(scope)
                 return
             rows = s.by_doc.pop(doc_id, [])
-            self._db.executemany(f"DELETE FROM {s.table} WHERE rowid = ?", [(r,) for r in rows])
+            self._db.executemany(f"DELETE FROM {s.table} WHERE rowid = ?", [(r,) for r in rows])  # noqa: S608 - the table name is our own s<n>, values as ? placeholders
             for r in rows:
                 gone = s.rows.pop(r, None)
                 if gone is not None:
@@ -116,7 +116,7 @@ class KeywordIndex:
                 if s is None or not s.rows:
                     continue
                 rows = self._db.execute(
-                    f"SELECT rowid, rank FROM {s.table} WHERE {s.table} MATCH ? ORDER BY rank LIMIT ?", (match, limit)
+                    f"SELECT rowid, rank FROM {s.table} WHERE {s.table} MATCH ? ORDER BY rank LIMIT ?", (match, limit)  # noqa: S608 - the table name is our own s<n>, values as ? placeholders
                 ).fetchall()
                 found.extend((s.rows[r], -rank) for r, rank in rows)
         found.sort(key=lambda h: (-h[1], h[0].doc_id, h[0].pos))
@@ -150,7 +150,7 @@ class KeywordIndex:
             s.by_doc.setdefault(c.doc_id, []).append(row)
             s.by_id[c.id] = row
             batch.append((row, terms))
-        self._db.executemany(f"INSERT INTO {s.table}(rowid, terms) VALUES (?, ?)", batch)
+        self._db.executemany(f"INSERT INTO {s.table}(rowid, terms) VALUES (?, ?)", batch)  # noqa: S608 - the table name is our own s<n>, values as ? placeholders
 
     def _drop(self, scope: str) -> None:
         s = self._scopes.pop(scope, None)

@@ -200,7 +200,7 @@ class ChromaStore:
 
     # --- vectors --------------------------------------------------------------------------------
     def _vectors(self, base: str, key: str, scope: str, create: bool = True) -> Any:
-        name = f"{base}_vec_{key}_{hashlib.sha1(scope.encode()).hexdigest()[:12]}"
+        name = f"{base}_vec_{key}_{hashlib.sha1(scope.encode(), usedforsecurity=False).hexdigest()[:12]}"
         return self.collection(name, cosine=True, create=create)
 
     def add_vectors(self, base: str, key: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:

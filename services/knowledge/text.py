@@ -69,7 +69,8 @@ def split(text: str, chunker: RecursiveCharacterTextSplitter | None = None) -> l
 
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    return _STEMMER.stemWord(word)
+    stem: str = _STEMMER.stemWord(word)
+    return stem
 
 
 _STEMMER = Stemmer.Stemmer("english")

@@ -27,7 +27,7 @@ class LeanChatOpenAI(ChatOpenAI):
     through `extra_body`, the SDK's documented pass-through, puts the same bytes on the wire.
     """
 
-    def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict:
+    def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
         payload = super()._get_request_payload(input_, stop=stop, **kwargs)
         extra = dict(payload.get("extra_body") or {})
         for key in RAW_KEYS:

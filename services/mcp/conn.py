@@ -152,7 +152,7 @@ class MCPConnection:
                 if not ready.done():
                     ready.set_result((session, tools))
                 await stop.wait()
-        except BaseException as e:
+        except BaseException as e:  # noqa: BLE001 - the owner task ends here whatever ended it; its waiter is told
             reason = describe(e, self.spec)
             if not ready.done():
                 ready.set_exception(_ConnectFailed(reason))
@@ -204,7 +204,7 @@ class MCPConnection:
     async def _ensure(self) -> _Live:
         if not self.alive():
             await self.connect()
-        assert self._live is not None
+        assert self._live is not None  # noqa: S101 - narrows for mypy: connect() sets it or raises
         return self._live
 
     async def _call_once(self, live: _Live, tool: str, args: dict[str, Any]) -> types.CallToolResult:
@@ -250,7 +250,7 @@ class MCPConnection:
             await asyncio.wait_for(live.session.send_ping(), PING_TIMEOUT)
         except asyncio.CancelledError:
             raise
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - the SDK raises exception groups; any failed ping is a dead session
             self._mark_down(live, "the session stopped answering", sent=True)
 
     def _mark_down(self, live: _Live, reason: str, *, sent: bool) -> None:

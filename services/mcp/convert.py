@@ -39,7 +39,7 @@ def exposed_name(server: str, tool: str) -> str:
     """`mcp__<server>__<tool>`; characters a function name cannot hold become `_`, long names get a hash."""
     name = f"{PREFIX}{server}__{_BAD.sub('_', tool)}"
     if len(name) > MAX_NAME:
-        digest = hashlib.sha1(tool.encode()).hexdigest()[:8]
+        digest = hashlib.sha1(tool.encode(), usedforsecurity=False).hexdigest()[:8]
         name = f"{name[:MAX_NAME - 9]}_{digest}"
     return name
 
@@ -128,7 +128,7 @@ def unique_names(server: str, tools: list[types.Tool]) -> dict[str, types.Tool]:
     for tool in sorted(tools, key=lambda t: t.name):
         name = exposed_name(server, tool.name)
         if name in out:
-            digest = hashlib.sha1(tool.name.encode()).hexdigest()[:8]
+            digest = hashlib.sha1(tool.name.encode(), usedforsecurity=False).hexdigest()[:8]
             name = f"{name[:MAX_NAME - 9]}_{digest}"
         out[name] = tool
     return out
@@ -140,7 +140,7 @@ def convert_schema(raw: dict[str, Any] | None) -> dict[str, Any]:
     schema = {k: v for k, v in (raw or {}).items() if k != "$schema"}
     defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
     try:
-        out = _fill(normalize(schema, defs))
+        out: dict[str, Any] = _fill(normalize(schema, defs))
     except SchemaError:  # a recursive schema keeps its local refs and $defs (providers resolve them)
         out = _fill(_untitled(schema))
         out["type"] = "object"
@@ -148,7 +148,8 @@ def convert_schema(raw: dict[str, Any] | None) -> dict[str, Any]:
         return out
     out["type"] = "object"
     out.setdefault("properties", {})
-    return normalize(out)  # no refs are left: this only puts the keys in the fixed order
+    ordered: dict[str, Any] = normalize(out)
+    return ordered  # no refs are left: this only puts the keys in the fixed order
 
 
 def _untitled(node: Any) -> Any:
@@ -176,16 +177,27 @@ def _fill(node: Any) -> Any:
         else:
             out[k] = v
     if "type" not in out:
-        if isinstance(out.get("enum"), list) and out["enum"]:
-            inferred = _enum_type(out["enum"])
-            if inferred:
-                out["type"] = inferred
-        elif "properties" in out:
-            out["type"] = "object"
-        elif "items" in out:
-            out["type"] = "array"
+        _infer_type(out)
     if out.get("type") == "object" and "properties" not in out and "additionalProperties" not in out:
         out["properties"] = {}
+    _note_enum(out)
+    return out
+
+
+def _infer_type(out: dict[str, Any]) -> None:
+    """A `type` for a schema without one, from its enum, properties or items (when one of them tells)."""
+    if isinstance(out.get("enum"), list) and out["enum"]:
+        inferred = _enum_type(out["enum"])
+        if inferred:
+            out["type"] = inferred
+    elif "properties" in out:
+        out["type"] = "object"
+    elif "items" in out:
+        out["type"] = "array"
+
+
+def _note_enum(out: dict[str, Any]) -> None:
+    """An enum's values, also listed in its description ("One of: ...")."""
     enum = out.get("enum")
     if isinstance(enum, list) and enum:
         values = ", ".join(json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v for v in enum)
@@ -193,7 +205,6 @@ def _fill(node: Any) -> Any:
         desc = str(out.get("description") or "").strip()
         if note not in desc:
             out["description"] = f"{desc} {note}".strip() if desc else note
-    return out
 
 
 def _enum_type(values: list[Any]) -> str | None:

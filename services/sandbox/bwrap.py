@@ -81,8 +81,8 @@ def bwrap_args(workdir: Path, *, network: bool = False, hide: Iterable[Path] = (
         args += ["--ro-bind-try", str(resolv), str(resolv)]
     size = ["--size", str(tmp_mb * 1024 * 1024)] if tmp_mb and tmpfs_size_works() else []
     # /dev is a tmpfs too: read-only, and /dev/shm capped like /tmp (memory a command could fill)
-    args += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
-    args += [*size, "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]  # noqa: S108 - a fresh tmpfs mounted inside the sandbox, not a host temp file
+    args += [*size, "--tmpfs", "/tmp"]  # noqa: S108 - a fresh tmpfs mounted inside the sandbox, not a host temp file
     ws = Path(os.path.realpath(workdir))
     for h in hide:
         if _under(h, SYSTEM_DIRS) and not _under(h, [str(ws)]) and os.path.isdir(h):
@@ -102,7 +102,7 @@ def _probe(disable_userns: bool) -> str | None:
     with tempfile.TemporaryDirectory(prefix="ania-bwrap-probe-") as ws:
         argv = [*bwrap_args(Path(ws), disable_userns=disable_userns), "/bin/sh", "-c", "echo ok > probe; cat probe"]
         try:
-            done = subprocess.run(argv, check=False, env=sandbox_env(Path(ws)), capture_output=True,
+            done = subprocess.run(argv, check=False, env=sandbox_env(Path(ws)), capture_output=True,  # noqa: S603 - argv is bwrap's own arguments and a constant probe command
                                   timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         except (OSError, subprocess.SubprocessError) as e:
             return str(e)
@@ -115,7 +115,7 @@ def _probe(disable_userns: bool) -> str | None:
 def tmpfs_size_works() -> bool:
     """Whether this bwrap can cap a tmpfs (`--size`, bubblewrap 0.8 and later)."""
     try:
-        done = subprocess.run([bwrap_path() or "bwrap", "--help"], check=False, capture_output=True,
+        done = subprocess.run([bwrap_path() or "bwrap", "--help"], check=False, capture_output=True,  # noqa: S603 - the configured bwrap binary with a constant --help
                               timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return False

@@ -73,8 +73,11 @@ def nproc_binds() -> bool:
         return False
     try:
         status = Path("/proc/self/status").read_text()
-        caps = int(re.search(r"^CapEff:\s*([0-9a-f]+)", status, re.M).group(1), 16)  # type: ignore[union-attr]
-    except (OSError, AttributeError, ValueError):
+        found = re.search(r"^CapEff:\s*([0-9a-f]+)", status, re.M)
+        if found is None:
+            return True
+        caps = int(found.group(1), 16)
+    except (OSError, ValueError):
         return True
     return not caps & (1 << _CAP_SYS_ADMIN | 1 << _CAP_SYS_RESOURCE)
 

@@ -194,7 +194,7 @@ def _find_skills(base: Path) -> tuple[list[Skill], list[str]]:
 def _move_into_place(skills: list[Skill], root: Path, staging: Path) -> None:
     """Rename each unpacked skill folder to `<root>/<name>`; an older version is moved aside first."""
     for skill in skills:
-        assert skill.folder is not None
+        assert skill.folder is not None  # noqa: S101 - narrows for mypy: unpacked skills always have a folder
         target = root / skill.name
         if target.is_symlink():
             target.unlink()

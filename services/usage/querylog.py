@@ -98,22 +98,22 @@ class QueryLog:
         if f.tool:  # a cheap prefilter on the JSON text; the exact check is below
             where.append("calls LIKE ?")
             args.append(f'%"name": "{f.tool}"%')
-        sql = f"SELECT {COLUMNS} FROM query_log {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC"
+        sql = f"SELECT {COLUMNS} FROM query_log {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC"  # noqa: S608 - constant COLUMNS and clauses, values as ? placeholders
         out = [_decoded(r) for r in self._store.query(sql, args)]
         if f.tool:
             out = [r for r in out if any(c.get("name") == f.tool for c in r["calls"])]
         return out[: f.limit]
 
     def get(self, qid: int) -> dict[str, Any] | None:
-        found = self._store.query(f"SELECT {COLUMNS} FROM query_log WHERE id = ?", [qid])
+        found = self._store.query(f"SELECT {COLUMNS} FROM query_log WHERE id = ?", [qid])  # noqa: S608 - constant COLUMNS, values as ? placeholders
         return _decoded(found[0]) if found else None
 
     def prune(self, before: float, *, dry_run: bool = False) -> int:
         """Rows that started before `before` and are not running."""
         where = "started < ? AND status != 'running'"
         if dry_run:
-            return int(self._store.query(f"SELECT COUNT(*) AS n FROM query_log WHERE {where}", [before])[0]["n"])
-        return self._store.write(f"DELETE FROM query_log WHERE {where}", [before])
+            return int(self._store.query(f"SELECT COUNT(*) AS n FROM query_log WHERE {where}", [before])[0]["n"])  # noqa: S608 - `where` is a constant clause, values as ? placeholders
+        return self._store.write(f"DELETE FROM query_log WHERE {where}", [before])  # noqa: S608 - `where` is a constant clause, values as ? placeholders
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:
@@ -146,6 +146,6 @@ def read_ops(store: AppStore, *, session: str | None = None, kind: str | None = 
     if since is not None:
         where.append("ts >= ?")
         args.append(since)
-    sql = (f"SELECT id, ts, kind, session, actor, detail FROM op_log {'WHERE ' + ' AND '.join(where) if where else ''}"
+    sql = (f"SELECT id, ts, kind, session, actor, detail FROM op_log {'WHERE ' + ' AND '.join(where) if where else ''}"  # noqa: S608 - constant column names and clauses, values as ? placeholders
            " ORDER BY id DESC LIMIT ?")
     return [{**r, "detail": json.loads(r["detail"] or "{}")} for r in store.query(sql, [*args, limit])]

@@ -132,7 +132,7 @@ class OneBotAdapter:
     async def _login(self) -> None:
         try:
             data = await self.conn.call("get_login_info", timeout=10)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - the login info is optional: the bot works without its own id
             log.info("OneBot: get_login_info failed: %s", e)
             return
         if isinstance(data, dict) and data.get("user_id"):

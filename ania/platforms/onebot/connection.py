@@ -94,7 +94,7 @@ class Link:
                     break
                 try:
                     self._frame(raw)
-                except Exception as e:  # a frame never ends the link (RecursionError from deep nesting, ...)
+                except Exception as e:  # noqa: BLE001 - a frame never ends the link (RecursionError from deep nesting, ...)
                     log.warning("OneBot sent a frame that could not be handled (%s, dropped): %.200r",
                                 type(e).__name__, raw)
         except ConnectionClosed:
@@ -274,7 +274,7 @@ async def listen(conn: Connection, host: str, port: int, path: str, token: str,
     """Reverse WebSocket: accept the implementation's clients on host:port/path."""
 
     async def handler(ws: ServerConnection) -> None:
-        assert ws.request is not None
+        assert ws.request is not None  # noqa: S101 - narrows for mypy: websockets sets it before the handler
         role = (ws.request.headers.get("X-Client-Role") or "Universal").lower()
         link = Link(ws, conn.on_event, api=role in ("universal", "api"), events=role in ("universal", "event"))
         link.self_id = ws.request.headers.get("X-Self-ID", "") or ""
