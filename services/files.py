@@ -2,6 +2,9 @@
 failure leaves the old one, an exclusive lock across processes for a moment (`file_lock`), and one held
 for as long as a process does a job that must be done once per data directory (`OwnerLock`).
 
+The locks are `filelock`'s: flock where there is one, the Windows lock on Windows, and a lock file of its own
+elsewhere, so no platform runs without a lock. The lock files stay in place after a release.
+
 A temp file in the same directory (so the rename stays on one filesystem), fsync, then `os.replace`. The
 temp file is created 0600, so a config file written here is readable by the bot's user only (config files
 may hold keys).
@@ -10,11 +13,13 @@ may hold keys).
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+
+from filelock import FileLock, Timeout, has_fcntl
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -35,57 +40,53 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 @contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock across processes (flock on `path`), released when the block ends or the process
-    dies. Opening a data file for the first time (WAL switch, tables) must happen once, not race."""
-    try:
-        import fcntl
-    except ImportError:  # no flock on this platform: one process per data directory, as the README says
-        yield
-        return
+def file_lock(path: Path, timeout: float = -1) -> Iterator[None]:
+    """An exclusive lock across processes on `path`, released when the block ends or the process dies.
+    Opening a data file for the first time (WAL switch, tables) must happen once, not race. Waits as long as
+    it takes unless `timeout` (seconds) says otherwise; then `filelock.Timeout`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with FileLock(path, timeout=timeout):
+        yield
 
 
 class OwnerLock:
-    """An flock on `path` held from `acquire` until `release` or the process ends (a crash frees it too):
+    """A lock on `path` held from `acquire` until `release` or the process ends (a crash frees it too):
     one process per data directory fires the scheduled tasks. The holder writes its pid into the file so
     that the one refused can say who holds it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._handle: IO[str] | None = None
+        # Not per thread: a stop may run on another thread than the start. The soft lock of a platform
+        # without flock writes the pid itself (first line) and takes no callback.
+        native = has_fcntl or sys.platform == "win32"
+        self._lock = FileLock(path, thread_local=False, blocking=False,
+                              on_acquired=_write_pid if native else None)
 
     def acquire(self) -> str | None:
         """Take the lock: None when this process holds it now, else what the holder wrote (its pid)."""
-        try:
-            import fcntl
-        except ImportError:  # no flock on this platform: one process per data directory, as the README says
-            return None
-        if self._handle is not None:
+        if self._lock.is_locked:
             return None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = self.path.open("a+", encoding="utf-8")
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            holder = handle.read().strip()[:32] or "unknown"
-            handle.close()
-            return holder
-        handle.truncate(0)
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        self._handle = handle
+            self._lock.acquire()
+        except Timeout:
+            try:
+                holder = self.path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0].strip()
+            except OSError:  # Windows: the holder's lock covers the bytes
+                holder = ""
+            return holder[:32] or "unknown"
         return None
 
     def release(self) -> None:
-        if self._handle is not None:
-            self._handle.truncate(0)
-            self._handle.close()  # closing the file frees the flock
-            self._handle = None
+        if self._lock.is_locked:
+            try:
+                os.truncate(self.path, 0)  # still ours: nobody reads a stale pid
+            except OSError:
+                pass
+            self._lock.release(force=True)
+
+
+def _write_pid(fd: int) -> None:
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, f"{os.getpid()}\n".encode())

@@ -96,8 +96,8 @@ class FakeOneBot:
 
     # --- forward mode ------------------------------------------------------------------------------
 
-    async def serve(self) -> FakeOneBot:
-        self._server = await serve(self._session, "127.0.0.1", 0, process_request=self._auth)
+    async def serve(self, port: int = 0) -> FakeOneBot:
+        self._server = await serve(self._session, "127.0.0.1", port, process_request=self._auth)
         return self
 
     @property

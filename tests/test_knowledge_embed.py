@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import socket
+from dataclasses import replace
 
 import pytest
 
 from ania.fakes.openai_server import Dims, Fail, Stall
 from core.settings import Settings
 from services.knowledge import KnowledgeService
+from services.retry import EMBEDDING
 
 DOCS = {
     "wifi": "The office Wi-Fi network is called Ania-Guest and its password is printed on the fridge.",
@@ -122,3 +125,40 @@ async def test_vectors_of_another_size_after_a_restart_fall_back_to_keywords(hyb
         hits = await restarted.search("f:u1", "parking gate", 3)
     assert hits[0].chunk.title == "parking" and hits[0].cosine is None
     assert any("searching by keywords only" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_refused_connection_is_tried_once_more_then_backed_off(scripted_llm, tmp_path, caplog):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    svc = KnowledgeService(Settings(embedding={"base_url": f"http://127.0.0.1:{port}/v1", "model": "m"}),
+                           tmp_path / "data")
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    svc.embedder.retry = replace(EMBEDDING, sleep=sleep)
+    try:
+        with caplog.at_level(logging.WARNING, logger="services.knowledge"):
+            added = await svc.add_document("f:u1", "wifi", DOCS["wifi"])
+            assert (await svc.search("f:u1", "wifi password", 3))[0].cosine is None
+        assert not added.vectors and waits == [0.5]  # one more try, then no request while backing off
+        assert [r.getMessage() for r in caplog.records if "ConnectError" in r.getMessage()]
+    finally:
+        await svc.aclose()
+
+
+async def test_an_error_answer_is_not_tried_again(hybrid, scripted_llm):
+    svc = hybrid()
+    await fill(svc)
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    svc.embedder.retry = replace(svc.embedder.retry, sleep=sleep)
+    before = len(scripted_llm.embedding_inputs)
+    scripted_llm.script_embeddings([Fail(500)])
+    assert (await svc.search("f:u1", "parking gate code", 3))[0].cosine is None
+    assert waits == [] and len(scripted_llm.embedding_inputs) == before + 1

@@ -8,6 +8,10 @@ stack (no recursion, linear time), and records a *doubt* for everything else: he
 other code it cannot see, command names computed at run time, unbalanced input, too many commands,
 too deep nesting, too long lines. tools/bash.py never whitelists a doubtful line, and refuses it when
 approval is off and a blacklist exists (the blacklist cannot be sure it saw every command).
+
+Hand-written on purpose: `shlex` knows no operators or substitutions, and the bash parsers on PyPI (`bashlex`,
+a GPL-licensed port of bash's parser; `tree-sitter-bash`) parse as much as they can but do not say where
+their reading may differ from bash's, which is the one thing this security rule needs (the doubt).
 """
 
 from __future__ import annotations

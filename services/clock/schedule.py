@@ -12,6 +12,10 @@ APScheduler's own `CronTrigger`, with two crontab rules it does not follow in 3.
 Times are computed by the triggers on aware datetimes and compared as timestamps: adding a duration to a
 local wall time loses the `fold` of a repeated hour when the clocks go back, and two times of one zone
 compare as wall clocks.
+
+The two crontab rules stay hand-written rather than moving to `croniter` at run time: APScheduler runs the
+schedule (jobs, misfires, time zones), and a trigger driven by croniter would be a larger adapter than the
+two rules; croniter checks them instead (tests/test_clock_schedule.py, a dev dependency).
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ base and long-term memory.
 Nothing is ever downloaded: with no `embedding.base_url`/`embedding.model` there are no vectors and search
 is keyword-only. When the endpoint fails (an HTTP error, a hang past `embedding.timeout_sec`, vectors of
 the wrong shape) the caller gets None, one warning goes to the log, and the endpoint is left alone for
-`RETRY_AFTER_SEC` so a dead service does not slow every search down.
+`RETRY_AFTER_SEC` so a dead service does not slow every search down. Before that, a batch whose connection
+failed (refused, reset, closed before the answer: not a timeout, not an error answer) is sent once more
+(`self.retry`, services/retry.py): a pooled connection the server had already closed is no outage.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import logging
 import math
 import time
 from collections.abc import Sequence
+from functools import partial
 
 import httpx
 import numpy as np
 
 from core.settings import EmbeddingSettings
+from services.retry import EMBEDDING, RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +33,18 @@ class EmbeddingFailed(Exception):
     """The endpoint's answer cannot be used; the message says why (it goes to the log)."""
 
 
+def _connection_failed(error: BaseException) -> bool:
+    """The request or its answer was lost on the way; a timeout is not retried (it already took its time)."""
+    return isinstance(error, httpx.TransportError) and not isinstance(error, httpx.TimeoutException)
+
+
 class Embedder:
-    def __init__(self, settings: EmbeddingSettings, *, retry_after_sec: float = RETRY_AFTER_SEC) -> None:
+    def __init__(self, settings: EmbeddingSettings, *, retry_after_sec: float = RETRY_AFTER_SEC,
+                 retry: RetryPolicy = EMBEDDING) -> None:
         self._settings = settings
         self._retry_after = retry_after_sec
+        #: How a batch whose connection failed is tried again (a seam: tests give it a sleep that returns at once).
+        self.retry = retry
         self._client: httpx.AsyncClient | None = None
         self._down_until = 0.0
         self._failing = False
@@ -60,7 +72,8 @@ class Embedder:
             rows: list[np.ndarray] = []
             size = self._settings.batch_size
             for start in range(0, len(texts), size):
-                rows.append(await self._batch(texts[start : start + size]))
+                batch = texts[start : start + size]
+                rows.append(await self.retry.call(partial(self._batch, batch), _connection_failed))
         except (httpx.HTTPError, EmbeddingFailed, ValueError) as e:
             self.reject(f"{type(e).__name__}: {e or 'timeout'}")
             return None

@@ -36,6 +36,7 @@ from mcp.shared.exceptions import McpError
 from services.mcp.config import MCPError, ServerSpec
 from services.mcp.convert import offerable
 from services.mcp.transport import connect_error, describe, http_client_factory, stdio_session
+from services.retry import MCP_CALL, RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,8 @@ ConnStatus = Literal["new", "connected", "down", "failed", "closed"]
 class MCPConnection:
     #: After a failed connect, calls do not try again before this many seconds (reconnect() always does).
     retry_backoff_sec: float = 30.0
+    #: How often a call is tried (services/retry.py); what is tried again is decided in `call`.
+    retry: RetryPolicy = MCP_CALL
 
     def __init__(self, spec: ServerSpec, connect_timeout: float, call_timeout: float) -> None:
         self.spec = spec
@@ -181,25 +184,33 @@ class MCPConnection:
 
     # --- calling --------------------------------------------------------------------------------
     async def call(self, tool: str, args: dict[str, Any], *, retry_safe: bool = False) -> types.CallToolResult:
-        """Call a tool on the persistent session, within the call deadline. Raises MCPError."""
-        for attempt in (0, 1):
-            live = await self._ensure()
-            try:
-                return await self._call_once(live, tool, args)
-            except _NotSent as e:
-                self._mark_down(live, str(e), sent=False)
-                if attempt == 0:
-                    continue
-                raise MCPError(f'MCP server "{self.name}" is unavailable: {e}') from None
-            except _Lost as e:
-                self._mark_down(live, str(e), sent=True)
-                if attempt == 0 and retry_safe:
-                    continue
-                raise MCPError(
-                    f'the connection to MCP server "{self.name}" was lost during the call of "{tool}" ({e}); '
-                    "the call may or may not have run. The connection is re-opened at the next call."
-                ) from None
-        raise AssertionError("unreachable")
+        """Call a tool on the persistent session, within the call deadline. Raises MCPError. A call that never
+        reached the server is tried again on a fresh connection (`self.retry`); one whose connection dropped
+        in flight only when `retry_safe` (it may have run)."""
+
+        def again(e: BaseException) -> bool:
+            return isinstance(e, _NotSent) or (retry_safe and isinstance(e, _Lost))
+
+        try:
+            return await self.retry.call(lambda: self._attempt(tool, args), again)
+        except _NotSent as e:
+            raise MCPError(f'MCP server "{self.name}" is unavailable: {e}') from None
+        except _Lost as e:
+            raise MCPError(
+                f'the connection to MCP server "{self.name}" was lost during the call of "{tool}" ({e}); '
+                "the call may or may not have run. The connection is re-opened at the next call."
+            ) from None
+
+    async def _attempt(self, tool: str, args: dict[str, Any]) -> types.CallToolResult:
+        live = await self._ensure()
+        try:
+            return await self._call_once(live, tool, args)
+        except _NotSent as e:
+            self._mark_down(live, str(e), sent=False)
+            raise
+        except _Lost as e:
+            self._mark_down(live, str(e), sent=True)
+            raise
 
     async def _ensure(self) -> _Live:
         if not self.alive():

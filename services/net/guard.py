@@ -6,6 +6,11 @@ is not a public one (loopback, private, link-local, shared, reserved, multicast,
 forms of those), and returns the URL pinned to the address it checked: the request connects there, with
 the host name kept for the Host header and TLS (SNI and certificate), so a DNS answer that changes
 between the check and the connection (rebinding) cannot move the request.
+
+Hand-written on purpose: `advocate` wraps only `requests` and had its last release in 2020, and `ssrfguard`
+(the same pinning for httpx) is a young 0.x release whose policy is set per client, while services/net/fetch.py
+decides per hop (an operator's LAN endpoint, a feature that allows private hosts); this check is ~90 lines on
+`ipaddress`, with its own tests.
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ import asyncio
 import logging
 from typing import Any
 
+from websockets.exceptions import InvalidURI
+from websockets.uri import parse_uri
+
 from ania.engine import Engine
 from ania.entry import MessageEntry
 from ania.platforms.onebot.bridge import OneBotBridge
@@ -74,6 +77,11 @@ class OneBotAdapter:
                               "onebot.listen (reverse WebSocket: the implementation dials Ania), e.g. "
                               "ANIA_ONEBOT__LISTEN=127.0.0.1:8080")
         host, port = self._listen_address()
+        if s.ws_url:
+            try:
+                parse_uri(s.ws_url)  # a malformed URL would never connect: say so now, not at every redial
+            except InvalidURI as e:
+                raise ConfigError(f"onebot.ws_url: {e}") from None
         self._detach = self.engine.services.outboxes.attach("onebot", self._outbox, is_chat_session, self.bridge_for)
         if s.listen:
             try:

@@ -1,7 +1,8 @@
 """The WebSocket link to a OneBot v11 implementation, in either direction.
 
 - Forward (`onebot.ws_url`): Ania dials the implementation's WebSocket server and redials with backoff
-  (1 s doubling to `onebot.reconnect_max_sec`) whenever the link drops or is refused.
+  (1 s doubling to `onebot.reconnect_max_sec`) whenever the link drops or is refused: websockets' own
+  reconnecting iterator (`async for ws in connect(...)`), with our delays and our log lines.
 - Reverse (`onebot.listen` + `onebot.path`): Ania listens and the implementation dials in (Universal
   client, or separate API and Event clients told apart by `X-Client-Role`).
 
@@ -29,9 +30,9 @@ import ipaddress
 import itertools
 import json
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Generator
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -45,6 +46,8 @@ EventHandler = Callable[[dict[str, Any]], Awaitable[None]]
 OnConnect = Callable[[], Coroutine[Any, Any, None]]
 WebSocket = ClientConnection | ServerConnection
 MAX_FRAME = 32 * 1024 * 1024
+#: The first wait before a redial; it doubles while dials fail, up to `onebot.reconnect_max_sec`.
+FIRST_DELAY = 1.0
 #: A link that sent nothing for this many heartbeat intervals is taken for dead.
 SILENT_INTERVALS = 3
 
@@ -210,32 +213,64 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
+class Redial:
+    """The waits between failed dials, `first` doubling to `max_delay`, and what a failed dial logs. Handed to
+    websockets' reconnecting `connect` (`reconnect_delays`, `process_exception`): every failure is retried,
+    a refusal too (the token may be fixed on the other side). Small waits make it quick to test."""
+
+    def __init__(self, url: str, max_delay: float, first: float = FIRST_DELAY) -> None:
+        self.url = url
+        self.first = first
+        self.max_delay = max(first, max_delay)
+        self.upcoming = first
+
+    def connected(self) -> None:
+        self.upcoming = self.first
+
+    def delays(self) -> Generator[float]:
+        """What websockets sleeps before each redial of a run of failures (a new run starts at `first`)."""
+        while True:
+            delay = self.upcoming
+            self.upcoming = min(self.max_delay, delay * 2)
+            yield delay
+
+    def failed(self, e: Exception) -> None:
+        """Log a failed dial (websockets then sleeps the next delay and dials again)."""
+        if isinstance(e, InvalidStatus):
+            status = e.response.status_code
+            hint = " (check onebot.access_token)" if status in (401, 403) else ""
+            log.error("OneBot: %s refused the connection: HTTP %s%s", self.url, status, hint)
+        elif isinstance(e, (OSError, WebSocketException, TimeoutError)):
+            log.warning("OneBot: cannot connect to %s (%s); retrying in %.0f s", self.url, e or type(e).__name__,
+                        self.upcoming)
+        else:  # a peer we did not foresee: the dialer lives on, and says so
+            log.error("OneBot: dialling %s failed unexpectedly; redialling in %.0f s", self.url, self.upcoming,
+                      exc_info=e)
+
+
 async def dial_forever(conn: Connection, url: str, token: str, max_delay: float,
-                       on_connect: OnConnect | None = None) -> None:
-    """Forward WebSocket: keep a link to `url`, redialling with backoff. Runs until cancelled."""
-    delay = 1.0
-    while True:
-        try:
-            async with connect(url, additional_headers=bearer(token), proxy=None, max_size=MAX_FRAME,
-                               open_timeout=10) as ws:
-                log.info("OneBot: connected to %s", url)
-                delay = 1.0
+                       on_connect: OnConnect | None = None, *, first_delay: float = FIRST_DELAY) -> None:
+    """Forward WebSocket: keep a link to `url`, redialling with backoff (websockets' reconnecting iterator,
+    timed by `Redial`). Runs until cancelled. A link that drops is redialled after `first_delay`, so a peer
+    that accepts and closes at once is not dialled in a tight loop."""
+    redial = Redial(url, max_delay, first_delay)
+    dialer = connect(url, additional_headers=bearer(token), proxy=None, max_size=MAX_FRAME, open_timeout=10,
+                     reconnect_delays=redial.delays, process_exception=redial.failed)
+    links = cast(AsyncGenerator[ClientConnection], aiter(dialer))
+    async with contextlib.aclosing(links):  # a cancel closes the open link at once
+        async for ws in links:
+            log.info("OneBot: connected to %s", url)
+            redial.connected()
+            try:
                 link = Link(ws, conn.on_event)
                 if on_connect is not None:
                     task = asyncio.create_task(on_connect())
                     task.add_done_callback(lambda t: t.cancelled() or t.exception())
                 await conn.serve_link(link)
-            log.warning("OneBot: connection to %s closed; reconnecting", url)
-        except InvalidStatus as e:
-            status = e.response.status_code
-            hint = " (check onebot.access_token)" if status in (401, 403) else ""
-            log.error("OneBot: %s refused the connection: HTTP %s%s", url, status, hint)
-        except (OSError, WebSocketException, TimeoutError) as e:
-            log.warning("OneBot: cannot connect to %s (%s); retrying in %.0f s", url, e or type(e).__name__, delay)
-        except Exception:  # a bug of ours or a peer we did not foresee: the dialer lives on, and says so
-            log.exception("OneBot: the link to %s failed unexpectedly; redialling in %.0f s", url, delay)
-        await asyncio.sleep(delay)
-        delay = min(max_delay, delay * 2)
+                log.warning("OneBot: connection to %s closed; reconnecting", url)
+            except Exception:  # a bug of ours or a peer we did not foresee: the dialer lives on, and says so
+                log.exception("OneBot: the link to %s failed unexpectedly; redialling in %.0f s", url, first_delay)
+            await asyncio.sleep(first_delay)
 
 
 # --- reverse: the implementation dials -------------------------------------------------------------

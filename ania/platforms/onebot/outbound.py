@@ -24,6 +24,7 @@ from core.settings import OneBotSettings
 from services.images import MAX_IMAGE_BYTES, FetchError, fetch_bytes
 from services.lru import LRU
 from services.net.fetch import Refused
+from services.retry import ONEBOT_SEND, RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,11 @@ def target(session_key: str) -> tuple[str, dict[str, Any]]:
 
 
 class Outbound:
-    def __init__(self, conn: Connection, settings: Callable[[], OneBotSettings]) -> None:
+    def __init__(self, conn: Connection, settings: Callable[[], OneBotSettings],
+                 retry: RetryPolicy = ONEBOT_SEND) -> None:
         self.conn = conn
         self._settings = settings
+        self.retry = retry
         self._own: LRU[str, str] = LRU(OWN_IDS)
         self._files: LRU[str, str] = LRU(SEEN_FILES)
         self.self_id = ""
@@ -67,12 +70,10 @@ class Outbound:
         self.note_file_ids(session_key, read(segments).file_ids)
 
     async def _twice(self, action: str, params: dict[str, Any], what: str) -> Any:
-        """Call, and once more on failure; OneBotError after the second failure."""
-        try:
-            return await self.conn.call(action, params)
-        except OneBotError as e:
-            log.info("OneBot: %s failed (%s); retrying once", what, e)
-        return await self.conn.call(action, params)
+        """Call, and once more on failure (`self.retry`); OneBotError after the last failure."""
+        return await self.retry.call(
+            lambda: self.conn.call(action, params), lambda e: isinstance(e, OneBotError),
+            lambda e: log.info("OneBot: %s failed (%s); retrying once", what, e))
 
     async def send_segments(self, session_key: str, segments: list[Segment]) -> str | None:
         """The sent message's id ("" when the implementation gave none), or None when it was lost."""
