@@ -33,18 +33,26 @@ from nodes.state import GateOutput, GateState
 from nodes.tool_calls import in_loop
 
 
+def emit_node(factory: ContextFactory | None) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """`emit` as a node: the verdict is in the state already."""
+
+    async def node(state: GateState, runtime: Runtime[Any], config: RunnableConfig) -> dict[str, Any]:
+        given = runtime.context
+        ctx = given.run if isinstance(given, CallContext) else await resolve(runtime, config, factory)
+        return await emit(state, ctx)
+
+    node.__name__ = node.__qualname__ = EMIT
+    return node
+
+
 def gate_node(name: str, step: Gate, factory: ContextFactory | None) -> Callable[..., Awaitable[dict[str, Any]]]:
     """A gate as a LangGraph node: the resolved call comes with the run context (see the module doc)."""
 
     async def node(state: GateState, runtime: Runtime[Any], config: RunnableConfig) -> dict[str, Any]:
         given = runtime.context
-        if isinstance(given, CallContext):
-            if name == EMIT or given.resolved is None:  # an invalid call: its error is the result, on to emit
-                return await emit(state, given.run) if name == EMIT else {}
-            return await step(state, given.run, given.resolved)
+        if isinstance(given, CallContext):  # resolved None: an invalid call, its error is the result; on to emit
+            return {} if given.resolved is None else await step(state, given.run, given.resolved)
         ctx = await resolve(runtime, config, factory)  # the graph on its own: the call is checked here
-        if name == EMIT:  # the verdict is in the state already
-            return await emit(state, ctx)
         resolved = check_call(state["call"], ctx)
         if isinstance(resolved, str):
             return {"result": {"text": resolved, "status": "error"}}
@@ -69,8 +77,9 @@ def _after(name: str) -> Callable[[GateState], str]:
 def build_gate_graph(context_factory: ContextFactory | None = None,
                      checkpointer: BaseCheckpointSaver | bool | None = None) -> CompiledStateGraph[Any, Any, Any, Any]:
     g = StateGraph(GateState, output_schema=GateOutput)
-    for name in [*ORDER, EMIT]:
+    for name in ORDER:
         g.add_node(name, gate_node(name, STEPS[name], context_factory))
+    g.add_node(EMIT, emit_node(context_factory))
     g.add_edge(START, ORDER[0])
     for gate in GATES[:-1]:
         g.add_conditional_edges(gate.name, in_loop(_after(gate.name)), destinations(gate.name))

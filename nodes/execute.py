@@ -32,5 +32,5 @@ async def execute_call(state: GateState, ctx: RunContext, resolved: ResolvedCall
     return update
 
 
-async def emit(state: GateState, ctx: RunContext, resolved: ResolvedCall | None = None) -> dict[str, Any]:
+async def emit(state: GateState, ctx: RunContext) -> dict[str, Any]:
     return {"messages": [tool_message(state)]}

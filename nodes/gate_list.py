@@ -21,7 +21,7 @@ from typing import Any
 from langgraph.graph import END
 
 from nodes.checked import ResolvedCall
-from nodes.execute import emit, execute_call
+from nodes.execute import execute_call
 from nodes.gates import (
     admin_approval,
     human_approval,
@@ -61,10 +61,11 @@ GATES: tuple[GateSpec, ...] = (
 )
 #: The step that runs the call: a gate before it that blocks, or gives the result, ends the branch at `EMIT`.
 EXECUTE = "execute"
-#: Writes a blocked (or invalid) call's ToolMessage; not a gate.
+#: Writes a blocked (or invalid) call's ToolMessage (nodes/execute.py `emit`); not a gate.
 EMIT = "emit"
 ORDER = tuple(g.name for g in GATES)
-STEPS: dict[str, Gate] = {**{g.name: g.run for g in GATES}, EMIT: emit}
+#: What each gate runs, by name: the walk and the graph's nodes both look a gate up here.
+STEPS: dict[str, Gate] = {g.name: g.run for g in GATES}
 _PAUSING = frozenset(g.name for g in GATES if g.may_pause)
 _BEFORE_EXECUTE = frozenset(ORDER[: ORDER.index(EXECUTE)])
 _LAST = ORDER[-1]

@@ -48,7 +48,7 @@ async def walk_gates(state: GateState, ctx: RunContext, resolved: ResolvedCall |
     current: dict[str, Any] = dict(state)
     node = ORDER[0] if resolved is not None else EMIT
     while node != END:
-        update = await (emit(cast(GateState, current), ctx) if resolved is None
+        update = await (emit(cast(GateState, current), ctx) if node == EMIT or resolved is None
                         else STEPS[node](cast(GateState, current), ctx, resolved))
         written = update.get("messages")
         current.update({k: v for k, v in update.items() if k not in _REDUCED})
