@@ -9,9 +9,9 @@ has a gate that may pause runs the gate graph (graphs/gate.py) on the thread's c
 durability "exit": it is stored only when it pauses, so an approval resumes at its gate without
 re-running the gates before it. Either way each gate runs once per call.
 
-    tool_call: check_call ─invalid─▶ the error as the ToolMessage
-                   └─▶ route_of ─may pause─▶ gate graph (context: the run's and the resolved call)
-                          └──────────────▶ walk_gates (the same gates, in process)
+    tool_call: check_call, route_of ─may pause─▶ gate graph (run context: the run's and the resolved call)
+                         └─────────────────────▶ walk_gates (the same gates in process; an invalid call:
+                                                 its error is the result, straight to emit)
 """
 
 from __future__ import annotations
