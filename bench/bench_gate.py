@@ -3,8 +3,8 @@ approval needed), against calling the tool directly (`SessionExecutor.invoke`).
 
 Four ways to run one `time` call with the real engine's run context:
   direct      `ctx.executor.invoke(call, ctx)`: resolve + execute, no gates
-  fast path   what a turn runs for a call that cannot pause: plan_mode, then the same gates walked as
-              plain calls (nodes/tool_call.py)
+  fast path   what a turn runs for a call that cannot pause: the call checked and its route listed once,
+              then the same gates walked as plain calls (nodes/tool_call.py)
   gate graph  the compiled gate graph (graphs/gate.py) over the call, no checkpointer
   + sqlite    the same with the SQLite checkpointer (each gate step checkpointed, which is what lets an
               approval resume at its gate; a turn runs only calls that may pause this way)
@@ -28,7 +28,8 @@ from bench.common import SESSION, USER, Ours, Peer, median, table, timed
 from checkpoints.factory import open_checkpointer
 from core.registry import ToolCall
 from graphs.gate import build_gate_graph
-from nodes.gates import plan_mode
+from nodes.checked import check_call
+from nodes.gate_list import route_of
 from nodes.tool_call import walk_gates
 
 N_CALLS = 200
@@ -61,8 +62,10 @@ async def gate_overhead(llm: ScriptedOpenAI, root: Path, n: int) -> list[list[An
             assert out.status == "ok", out
 
         async def fast(i: int) -> None:
-            first = await plan_mode({"call": call.to_dict()}, ctx)
-            out = await walk_gates({"call": call.to_dict()}, first, ctx)
+            resolved = check_call(call.to_dict(), ctx)
+            assert not isinstance(resolved, str), resolved
+            start = {"call": call.to_dict(), "route": await route_of(resolved, ctx)}
+            out = await walk_gates(start, ctx, resolved)
             assert out["messages"][-1].response_metadata["ania_status"] == "ok", out
 
         async def gated(i: int) -> None:

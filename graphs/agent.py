@@ -4,10 +4,22 @@
               ├──history too long──▶ compact ─▶ model
               └──no calls──▶ (finish, when a Stop hook is configured) → END
 
-`model` (nodes/model.py) also starts the turn (prompt hooks, context), so a turn stores one checkpoint
-per model call and per tool round, as `create_agent` does. `tool_call`
-(nodes/tool_call.py) takes one call through the gates; the branches of a round run concurrently. A
-branch that dies mid-way is settled by ania/recovery.py.
+`model` (nodes/model.py) is one checkpointed step doing what would otherwise be three, so a turn stores
+one checkpoint per model call and per tool round, as `create_agent` does (a turn with one tool round: 5,
+not 7):
+
+    model: new user message? ─▶ prepare (SessionStart, UserPromptSubmit, todo reminder; nodes/prepare.py)
+               │                  ├─ prompt blocked ─▶ the turn ends (the Stop runner told, below)
+               │                  └─ history too long ─▶ the step ends here: compact, then model again
+               └─▶ call the model ─▶ tool calls ─▶ Send(tool_call) per call
+                                   └─ turn over ─▶ a Stop hook wants to run ─▶ finish (its own step)
+                                                   └─ none ─▶ the runner is told inline (should that fail,
+                                                      `finish` fails the turn after the reply is stored,
+                                                      without telling it again: once per turn)
+
+`tool_call` (nodes/tool_call.py) checks its call once and takes it through the gates listed in
+nodes/gate_list.py, in process or through the gate graph (graphs/gate.py) when it may pause; the
+branches of a round run concurrently. A branch that dies mid-way is settled by ania/recovery.py.
 """
 
 from __future__ import annotations

@@ -5,20 +5,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from core.errors import ToolError
-from core.registry import ToolCall
+from nodes.checked import ResolvedCall
 from nodes.state import GateState
 from nodes.tool_calls import result_dict, tool_message
 from services.context import RunContext
 from services.usage import UsageMeter
 
 
-async def execute_call(state: GateState, ctx: RunContext) -> dict[str, Any]:
-    call = ToolCall.from_dict(state["call"])
-    try:
-        tool, args = ctx.executor.resolve(call)
-    except ToolError as e:  # the table changed since check_call (e.g. a server was removed)
-        return {"result": {"text": str(e), "status": "error"}}
+async def execute_call(state: GateState, ctx: RunContext, resolved: ResolvedCall) -> dict[str, Any]:
+    """Run the call with the tool and arguments checked before the gates (nodes/checked.py)."""
+    call, tool, args = resolved.call, resolved.tool, resolved.args
     # Recorded before it runs: if the turn dies now, recovery says "may have run", never "not run". A subagent's
     # or clock run's calls are not: they are not on the session's thread, and nothing settles or resumes theirs.
     if ctx.agent_kind == "main":

@@ -1,4 +1,7 @@
-"""The gates before a tool runs (G1-G5), each a small function; graphs/gate.py orders them.
+"""The gates before a tool runs (G1-G5), each a small function; nodes/gate_list.py orders them.
+
+Each gate gets the call already checked (nodes/checked.py `ResolvedCall`: the tool and its validated
+arguments) and says, through its `needed_*` predicate in the list, whether a call has work for it.
 
 Approvals pause with a LangGraph `interrupt`: the chat runtime asks in the chat and resumes with the
 answer (or a timeout's deny); Studio and the HTTP API resume with `allow` / `deny` directly. The request,
@@ -9,17 +12,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from typing import Any, cast
 
-from langgraph.graph import END
 from langgraph.types import interrupt
 
-from core.errors import ToolError
 from core.registry import ToolCall
-from core.tool import AnyTool, Tool
+from core.tool import AnyTool
+from nodes.checked import ResolvedCall
 from nodes.hook_events import hook_event
-from nodes.safe_calls import unusable_error
 from nodes.state import GateState
 from nodes.tool_calls import tool_message
 from services.context import RunContext
@@ -57,52 +57,28 @@ def shown_args(args: dict[str, Any]) -> str:
     return f"{head} … {tail}" + LONG_ARGS.format(total=len(text))
 
 
-#: The gates after plan_mode, in their fixed order (cheapest first; the human is asked last).
-LATER = ["pre_tool_hooks", "admin_approval", "human_approval", "execute", "post_tool_hooks"]
-
-
-def route_after(node: str) -> Callable[[GateState], str]:
-    """Where a gate branch goes after `node`: emit a block, the next gate with work, or the end."""
-
-    def route(state: GateState) -> str:
-        if state.get("blocked") or (node != "execute" and state.get("result")):
-            return "emit"
-        plan = state.get("route", [])
-        rest = plan[plan.index(node) + 1:] if node in plan else plan
-        return rest[0] if rest else END
-
-    route.__name__ = f"after_{node}"
-    return route
-
-
-def _call_and_tool(state: GateState, ctx: RunContext) -> tuple[ToolCall, Tool[Any], Any]:
-    call = ToolCall.from_dict(state["call"])
-    tool, args = ctx.executor.resolve(call)
-    return call, tool, args
-
-
-async def plan_mode(state: GateState, ctx: RunContext) -> dict[str, Any]:
-    """Also the call's own check: unknown tools and invalid arguments end the branch here."""
-    if unusable := unusable_error(state["call"]["name"], state["call"].get("args_error")):
-        return {"result": {"text": unusable, "status": "error"}}
-    try:
-        call, tool, args = _call_and_tool(state, ctx)
-    except ToolError as e:
-        return {"result": {"text": str(e), "status": "error"}}
+async def plan_mode(state: GateState, ctx: RunContext, resolved: ResolvedCall) -> dict[str, Any]:
+    """Plan mode blocks calls with side effects (G2); every call passes here."""
+    call, tool, args = resolved.call, resolved.tool, resolved.args
     if tool.has_side_effect(args, ctx) and ctx.services.plan_mode.is_on(ctx.session_key):
         return {"blocked": PLAN_BLOCKED.format(name=call.name)}
-    return {"route": await _route(call, tool, args, ctx)}
+    return {}
 
 
-async def _route(call: ToolCall, tool: AnyTool, args: Any, ctx: RunContext) -> list[str]:
-    """The later gates that have work for this call, in their fixed order (the others are skipped)."""
-    hooks = ctx.services.hooks
-    route = ["pre_tool_hooks"] if await hooks.wants("PreToolUse", call.name) else []
-    route += ["admin_approval"] if tool.changes_config else []
-    route += ["human_approval"] if _human_reason(call, tool, args, ctx) else []
-    route.append("execute")
-    route += ["post_tool_hooks"] if await hooks.wants("PostToolUse", call.name) else []
-    return route
+async def needed_pre_tool_hooks(resolved: ResolvedCall, ctx: RunContext) -> bool:
+    return await ctx.services.hooks.wants("PreToolUse", resolved.call.name)
+
+
+async def needed_post_tool_hooks(resolved: ResolvedCall, ctx: RunContext) -> bool:
+    return await ctx.services.hooks.wants("PostToolUse", resolved.call.name)
+
+
+async def needed_admin_approval(resolved: ResolvedCall, ctx: RunContext) -> bool:
+    return resolved.tool.changes_config
+
+
+async def needed_human_approval(resolved: ResolvedCall, ctx: RunContext) -> bool:
+    return bool(_human_reason(resolved, ctx))
 
 
 async def _hooks(ctx: RunContext, event: HookEvent) -> HookOutcome | None:
@@ -115,8 +91,8 @@ async def _hooks(ctx: RunContext, event: HookEvent) -> HookOutcome | None:
         return None
 
 
-async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
-    call = ToolCall.from_dict(state["call"])
+async def pre_tool_hooks(state: GateState, ctx: RunContext, resolved: ResolvedCall) -> dict[str, Any]:
+    call = resolved.call
     out = await _hooks(ctx, hook_event(ctx, "PreToolUse", tool_name=call.name, tool_input=call.args))
     if out is None:  # their verdict is unknown: blocked, as a hook whose answer cannot be read
         return {"blocked": HOOK_FAILED}
@@ -131,9 +107,9 @@ async def pre_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
     return update
 
 
-async def post_tool_hooks(state: GateState, ctx: RunContext) -> dict[str, Any]:
+async def post_tool_hooks(state: GateState, ctx: RunContext, resolved: ResolvedCall) -> dict[str, Any]:
     """Tell PostToolUse hooks, then write the result (with any hook context) as the ToolMessage."""
-    call = ToolCall.from_dict(state["call"])
+    call = resolved.call
     out = await _hooks(ctx, hook_event(
         ctx, "PostToolUse", tool_name=call.name, tool_input=call.args, tool_result=state.get("result", {}).get("text")))
     notes = [*state.get("notes", []), *(out.context if out is not None else ())]
@@ -179,24 +155,25 @@ def _decision(answer: object) -> AnswerDict | None:
     return decision if word in ALLOW_WORDS or word in DENY_WORDS else None
 
 
-async def admin_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
+async def admin_approval(state: GateState, ctx: RunContext, resolved: ResolvedCall) -> dict[str, Any]:
     """Configuration changes always need an admin other than the requester (G3)."""
-    call, tool, _ = _call_and_tool(state, ctx)
+    call, tool = resolved.call, resolved.tool
     if not tool.changes_config:
         return {}
     why = f'"{call.name}" changes the configuration: an admin other than the requester must allow it.'
     return _ask("admin", call, why, ctx, tool)
 
 
-async def human_approval(state: GateState, ctx: RunContext) -> dict[str, Any]:
+async def human_approval(state: GateState, ctx: RunContext, resolved: ResolvedCall) -> dict[str, Any]:
     """Tools in approval.tools, or calls a tool itself flags (bash off the whitelist), ask a human (G4, G6)."""
-    call, tool, args = _call_and_tool(state, ctx)
-    why = state.get("hook_ask") or _human_reason(call, tool, args, ctx)
-    return _ask("human", call, why, ctx, tool) if why else {}
+    why = state.get("hook_ask") or _human_reason(resolved, ctx)
+    return _ask("human", resolved.call, why, ctx, resolved.tool) if why else {}
 
 
-def _human_reason(call: ToolCall, tool: AnyTool, args: Any, ctx: RunContext) -> str | None:
+def _human_reason(resolved: ResolvedCall, ctx: RunContext) -> str | None:
     settings = ctx.services.settings.approval
     if not settings.enable:
         return None
-    return f'"{call.name}" is in approval.tools.' if call.name in settings.tools else tool.approval_reason(args, ctx)
+    name = resolved.call.name
+    return f'"{name}" is in approval.tools.' if name in settings.tools else resolved.tool.approval_reason(
+        resolved.args, ctx)

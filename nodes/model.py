@@ -5,7 +5,8 @@ stores 5 checkpoints, as `create_agent` does, instead of 7): a new user message 
 hooks, session context, reminders: nodes/prepare.py); when the history then needs compacting, the step
 stops there and the graph goes to `compact` and back. When the turn ends and a Stop hook is configured,
 the step goes on to `finish`, which runs it in a step of its own (a failing hook then leaves the reply
-stored, as before); with no Stop hook there is nothing to run, and no step.
+stored, as before); with no Stop hook there is nothing to run, and no step. The Stop runner is told once
+per turn: should telling it here fail, `finish` only reports that, in its own step, after the reply is stored.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage
-from langgraph.types import Command, Overwrite
+from langgraph.types import Command, Overwrite, Send
 
 from checkpoints.fold import fold_messages
 from core.errors import ConfigError
 from nodes.compact import needs_compaction
 from nodes.images import present_images
 from nodes.metered import QuotaReached, metered
-from nodes.prepare import finish, prepare, starts_turn, stop_event
+from nodes.prepare import STOP_FAILED, finish, prepare, starts_turn, stop_event
 from nodes.prompt import request_messages, text_of
 from nodes.safe_calls import safe_reply
 from nodes.state import AgentState, add_usage, usage_of
@@ -70,15 +71,16 @@ def model_step(context_tokens: Callable[[], int]) -> Callable[[AgentState, RunCo
 async def _ended(update: dict[str, Any], after: AgentState, ctx: RunContext) -> Update:
     """The turn's last model step (`after`: the state once `update` is applied): on to `finish` when a
     Stop hook wants to run. Otherwise the runner is told here (it has nothing to run); should it fail
-    anyway, `finish` tells it again in its own step, so the reply is stored before the turn fails, as
-    when `finish` always was a step."""
+    anyway, `finish` fails the turn in its own step without telling it again, so the reply is stored
+    before the turn fails, as when `finish` always was a step, and the runner is told once."""
     if await ctx.services.hooks.wants(stop_event(ctx)):
         return Command(update=update, goto=FINISH)
     try:
         await finish(after, ctx)
-    except Exception:  # noqa: BLE001 - the finish step runs the hook again and reports its failure
-        log.warning("the %s hook failed for %s; running it again in its own step", stop_event(ctx), ctx.session_key)
-        return Command(update=update, goto=FINISH)
+    except Exception as e:
+        log.exception("the %s hook failed for %s; the turn fails after its reply is stored", stop_event(ctx),
+                      ctx.session_key)
+        return Command(update=update, goto=Send(FINISH, {STOP_FAILED: f"{type(e).__name__}: {e}"}))
     return update
 
 

@@ -7,6 +7,7 @@ step only when a Stop hook is configured. Whatever `prepare` adds goes at the ta
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import HumanMessage, RemoveMessage
@@ -18,6 +19,8 @@ from services.context import RunContext
 from services.hooks import HookEventName
 
 PROMPT_BLOCKED = "Your message was not processed: {reason}"
+#: What the model step sends `finish` when telling the Stop runner failed there (nodes/model.py `_ended`).
+STOP_FAILED = "stop_failed"
 
 
 def context_block(texts: tuple[str, ...] | list[str]) -> list[str]:
@@ -62,9 +65,12 @@ def stop_event(ctx: RunContext) -> HookEventName:
     return "Stop" if ctx.agent_kind == "main" else "SubagentStop"
 
 
-async def finish(state: AgentState, ctx: RunContext) -> dict[str, Any]:
-    """The Stop hook, in a step of its own (the model step goes here only when one is configured)."""
+async def finish(state: AgentState | Mapping[str, Any], ctx: RunContext) -> dict[str, Any]:
+    """The Stop hook, in a step of its own (the model step goes here only when one is configured), or the
+    failure of the Stop runner the model step told (`STOP_FAILED`): the turn fails, and it is not run again."""
     event = stop_event(ctx)
+    if failed := state.get(STOP_FAILED):
+        raise RuntimeError(f"the {event} hooks failed: {failed}")
     messages = state.get("messages", [])
     result = text_of(messages[-1]) if messages else None
     await ctx.services.hooks.run(hook_event(ctx, event, tool_result=result))

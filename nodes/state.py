@@ -67,7 +67,7 @@ class GateState(TypedDict, total=False):
     """One tool call's trip through the gate pipeline (graphs/gate.py)."""
 
     call: dict[str, Any]
-    #: The gates after plan_mode that have work for this call (set by plan_mode).
+    #: The gates after the first that have work for this call (nodes/gate_list.py `route_of`, listed once).
     route: list[str]
     #: Set by the first gate that blocks; the text becomes the tool result.
     blocked: str

@@ -152,6 +152,7 @@ async def test_loads_in_a_throwaway_executor_stay_there(tmp_path, web, mode):
 
 
 async def test_plan_mode_asks_the_proxy_target_whether_it_writes(tmp_path, web):
+    from nodes.checked import check_call
     from nodes.gates import plan_mode
 
     e = await make_env(tmp_path, {"web": web[0].spec()}, lazy_mode="proxy")
@@ -161,7 +162,10 @@ async def test_plan_mode_asks_the_proxy_target_whether_it_writes(tmp_path, web):
 
         async def gate(name: str) -> dict:
             call = ToolCall("c1", "mcp_call", {"name": name, "arguments": {}})
-            return await plan_mode({"call": call.to_dict()}, e.ctx("g:1"))
+            ctx = e.ctx("g:1")
+            resolved = check_call(call.to_dict(), ctx)
+            assert not isinstance(resolved, str), resolved
+            return await plan_mode({"call": call.to_dict()}, ctx, resolved)
 
         assert "blocked" not in await gate("mcp__web__echo")  # read-only (readOnlyHint): plans may read
         assert (await gate("mcp__web__add"))["blocked"].startswith('Blocked: plan mode is on, and "mcp_call"')
