@@ -150,7 +150,8 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
         text = _answer(values)
     else:
         text = _progress(values)
-    if status == "timeout" or crashed:  # the graph's finish step did not run: SubagentStop fires here
+    if (status == "timeout" or crashed) and not await _reached_finish(graph, thread):
+        # the graph's finish step did not run: SubagentStop fires here (once: not when `finish` itself failed)
         await ctx.services.hooks.run(hook_event(ctx, "SubagentStop", tool_result=text))
     usage = dict(values.get("turn_usage") or {})
     if parent.usage is not None:
@@ -172,6 +173,16 @@ async def _stopped(graph: CompiledStateGraph[Any, Any, Any, Any], thread: str, c
             await ctx.services.hooks.run(hook_event(ctx, "SubagentStop", tool_result=STOPPED))
     except Exception as e:  # noqa: BLE001 - a failing hook must not turn a stop into an error
         log.warning("SubagentStop hook after /stop failed on %s: %s", ctx.session_key, e)
+
+
+async def _reached_finish(graph: CompiledStateGraph[Any, Any, Any, Any], thread: str) -> bool:
+    """Whether the run got as far as its `finish` step (which tells SubagentStop), even if that step failed."""
+    try:
+        snapshot = await graph.aget_state(thread_config(thread))
+    except Exception:
+        log.exception("cannot read the state of %s", thread)
+        return False
+    return "finish" in snapshot.next
 
 
 async def stored_values(graph: CompiledStateGraph[Any, Any, Any, Any], thread: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from ania.fakes.openai_server import Calls, Fail, Reply
 from services.hooks import HookEvent, HookOutcome
 from services.hooks.manager import HookManager
 from tests.conftest import make_settings
+from tests.subagent_helpers import Router, tool_results
 from tests.test_gates import hooks_file
 
 
@@ -59,3 +60,33 @@ async def test_a_stop_hook_runs_once_per_turn_however_the_turn_ends(scripted_llm
     scripted_llm.script([Reply("fine")])
     assert await chat.say("f:u1", "u1", "and now?") == ["fine"]
     assert runs.read_text() == "stop\n" * 3
+
+
+class SubagentStopThenFail:
+    """A hook runner whose SubagentStop runs something and then fails inside the subagent's `finish` step: the
+    subagent crashes there, and the parent's fallback must not fire SubagentStop a second time."""
+
+    def __init__(self, runs: Path) -> None:
+        self.runs = runs
+
+    async def run(self, event: HookEvent) -> HookOutcome:
+        if event.name == "SubagentStop":
+            with self.runs.open("a") as f:
+                f.write("subagent-stop\n")
+            raise RuntimeError("hook runner bug after the hook ran")
+        return HookOutcome()
+
+    async def wants(self, event, tool_name=None) -> bool:
+        return False
+
+
+async def test_a_subagent_stop_that_fails_in_finish_is_not_fired_again(scripted_llm, make_chat, tmp_path):
+    runs = tmp_path / "subagent-stop-runs"
+    chat = await make_chat(make_settings(scripted_llm), hooks=SubagentStopThenFail(runs))
+    scripted_llm.respond_with(Router()
+        .on("delegate", Calls([("subagent_run", {"task": "TASK-S"})]), Reply("parent done"))
+        .on("TASK-S", Reply("sub answer")))
+    assert await chat.say("f:u1", "u1", "delegate") == ["parent done"]
+    [result] = tool_results(scripted_llm.requests[-1])
+    assert "an error in a step" in result  # the crash in `finish` is the subagent's result
+    assert runs.read_text() == "subagent-stop\n"  # told once, by `finish`; the parent did not tell it again
