@@ -45,7 +45,10 @@ def build_agent_graph(
     g.add_node(FINISH, bind_context(finish, context_factory))
     g.add_edge(START, "model")
     g.add_edge(FINISH, END)
-    g.add_conditional_edges("model", route_after_model, [TOOL_NODE, "compact", END])
+    # A router's annotated state joins the graph's schema: the stock schema's `messages` channel differs
+    # from AgentState's, so there the router goes in unannotated (as the other graphs' routers do).
+    g.add_conditional_edges("model", in_loop(route_after_model) if stock else route_after_model,
+                            [TOOL_NODE, "compact", END])
     g.add_edge("compact", "model")
     # After a round of results: compact first when the history grew too long; "finish" (a stopped turn) ends it.
     g.add_conditional_edges(TOOL_NODE, in_loop(compact_or_model(context_tokens)),
