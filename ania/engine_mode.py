@@ -5,8 +5,9 @@ own (`engine.stock = true`, `ANIA_ENGINE__STOCK=1`; docs/ARCHITECTURE.md, "Copie
 first checks that the installed libraries are in the ranges the copies were checked against
 (services/versions.py) and fails at start with one line otherwise. `stock_mode(config_dir)` decides the
 same for the commands that read stored sessions without loading the settings (`ania sessions`, Studio's
-checkpointer and graphs): it reads only the switch, from the environment, then `[engine]` of ania.toml,
-parsed by the same settings model. Either mode reads the sessions the other stored.
+checkpointer and graphs): it reads only the switch, from the environment, then `[engine]` of ania.toml
+(skipped when the file is not valid TOML: `ania sessions` reads sessions whatever the settings), parsed by
+the same settings model. Either mode reads the sessions the other stored.
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ def stock_mode(config_dir: Path, version_of: VersionOf = installed_version) -> b
     name = env_name(KEY)
     given = {k.upper(): v for k, v in os.environ.items()}.get(name)
     if given is None:
-        data, _ = read_toml(path)
+        try:
+            data, _ = read_toml(path)
+        except ConfigError:  # a broken file stops the bot, not the reading of stored sessions
+            data = {}
         section = data.get("engine")
         given = section.get("stock") if isinstance(section, dict) else None
     try:

@@ -170,6 +170,8 @@ def test_the_session_commands_read_the_switch_alone(tmp_path, monkeypatch):
     assert stock_mode(tmp_path) is False
     (tmp_path / "ania.toml").write_text("[engine]\nstock = true\n[llm]\nmodel = 3\n")  # the rest is not read
     assert stock_mode(tmp_path, version_of=lambda p: "0.0.1") is True
+    (tmp_path / "ania.toml").write_text("[engine\nstock = true\n")  # not TOML: the sessions are read all the same
+    assert stock_mode(tmp_path) is False
     monkeypatch.setenv("ANIA_ENGINE__STOCK", "0")  # the environment wins, as in Settings
     with pytest.raises(ConfigError, match="outside"):
         stock_mode(tmp_path, version_of=lambda p: "0.0.1")
