@@ -92,7 +92,7 @@ def applied(state: AgentState, update: dict[str, Any], *, stock: bool = False) -
     out: dict[str, Any] = {**state, **{k: v for k, v in update.items() if k not in ("messages", "turn_usage")}}
     if update.get("messages"):
         old = state.get("messages", [])
-        out["messages"] = (add_messages(old, update["messages"]) if stock  # type: ignore[arg-type]
+        out["messages"] = (add_messages(cast(list[Any], old), update["messages"]) if stock
                            else fold_messages(old, [update["messages"]]))
     return cast(AgentState, out)
 

@@ -165,4 +165,5 @@ def state_schema(cls: type[S], stock: bool) -> type[S]:
         return cls
     hints = get_type_hints(cls, include_extras=True)
     hints["messages"] = Annotated[list[AnyMessage], DeltaChannel(add_messages_per_write)]
-    return cast(type[S], TypedDict(cls.__name__, hints, total=False))  # type: ignore[operator]
+    make: Any = TypedDict  # the functional form, with fields known only here
+    return cast(type[S], make(cls.__name__, hints, total=False))
