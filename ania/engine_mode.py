@@ -20,23 +20,23 @@ from pydantic import ValidationError
 from services.config import CONFIG_FILE, EngineSettings, Settings, env_name
 from services.config_check import read_toml
 from services.errors import ConfigError
-from services.versions import VersionOf, check_versions, installed_version
+from services.versions import VersionOf, check_versions
 
 KEY = "engine.stock"
 
 
-def engine_mode(settings: Settings, version_of: VersionOf = installed_version) -> bool:
+def engine_mode(settings: Settings, version_of: VersionOf | None = None) -> bool:
     """True for the stock mode; the fast mode's version check raises `ConfigError` (one line)."""
     return _checked(settings.engine, version_of)
 
 
-def _checked(engine: EngineSettings, version_of: VersionOf) -> bool:
+def _checked(engine: EngineSettings, version_of: VersionOf | None) -> bool:
     if not engine.stock:
         check_versions(version_of)
     return engine.stock
 
 
-def stock_mode(config_dir: Path, version_of: VersionOf = installed_version) -> bool:
+def stock_mode(config_dir: Path, version_of: VersionOf | None = None) -> bool:
     """`engine_mode` from the switch alone (the environment variable wins over the file, as in `Settings`)."""
     path = config_dir / CONFIG_FILE
     name = env_name(KEY)

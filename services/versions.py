@@ -9,8 +9,9 @@ package, its version, the range and the switch, `engine.stock = true` (`ANIA_ENG
 runs on the libraries' own code instead. Widening a range means running the equivalence tests on the new
 version first (`make test-stock` runs them with the rest of the two-mode subset).
 
-`check_versions(version_of=...)` takes the version lookup as a parameter (default: the installed
-distribution's, `importlib.metadata.version`), the seam tests use to play an upgrade.
+The version lookup is the seam tests use to play an upgrade: `check_versions(version_of=...)` takes it
+as a parameter, and without one it calls this module's `installed_version` (the installed distribution's
+version, `importlib.metadata`) when it runs, so a test can also replace that for a whole engine start.
 """
 
 from __future__ import annotations
@@ -69,11 +70,12 @@ def installed_version(package: str) -> str | None:
         return None
 
 
-def outside(version_of: VersionOf = installed_version) -> list[str]:
+def outside(version_of: VersionOf | None = None) -> list[str]:
     """One line per package outside its checked range (empty when all are inside)."""
+    lookup = version_of or installed_version
     out = []
     for package, spec in CHECKED.items():
-        version = version_of(package)
+        version = lookup(package)
         if version is not None and SpecifierSet(spec).contains(version, prereleases=True):
             continue
         users = ", ".join(c.module for c in COPIES if package in c.packages)
@@ -83,7 +85,7 @@ def outside(version_of: VersionOf = installed_version) -> list[str]:
     return out
 
 
-def check_versions(version_of: VersionOf = installed_version) -> None:
+def check_versions(version_of: VersionOf | None = None) -> None:
     """Raise `ConfigError` (one line, the first package out of range) when the fast mode cannot start."""
     problems = outside(version_of)
     if problems:

@@ -160,6 +160,22 @@ def test_an_upgrade_outside_a_range_fails_the_fast_start_with_one_line():
     assert engine_mode(Settings(engine={"stock": True}), version_of=upgraded) is True
 
 
+async def test_an_engine_refuses_to_start_fast_on_an_unchecked_version(make_chat, scripted_llm, tmp_path,
+                                                                      monkeypatch):
+    """The whole start, through the module's documented lookup: one line, before anything is built; the
+    stock mode starts on the same libraries."""
+    import services.versions
+
+    monkeypatch.setattr(services.versions, "installed_version",
+                        lambda p: "4.4.0" if p == "langgraph-checkpoint" else installed_version(p))
+    with pytest.raises(ConfigError, match=r"^langgraph-checkpoint 4\.4\.0 is outside .*engine\.stock = true"):
+        await make_chat(make_settings(scripted_llm, engine={"stock": False}), data=tmp_path / "fast")
+    assert not (tmp_path / "fast" / CHECKPOINT_FILE).exists()
+    chat = await make_chat(make_settings(scripted_llm, engine={"stock": True}), data=tmp_path / "stock")
+    scripted_llm.script([Reply("hello")])
+    assert await chat.say(SESSION, "u1", "hi") == ["hello"]
+
+
 def test_a_missing_package_is_named():
     with pytest.raises(ConfigError, match=r"^langchain-openai \(not installed\) is outside"):
         check_versions(lambda p: None if p == "langchain-openai" else installed_version(p))
