@@ -3,7 +3,7 @@
 `--stock` runs them with `engine.stock = true` (ANIA_ENGINE__STOCK=1: LangGraph's own message reducer,
 saver and serializer and the plain ChatOpenAI instead of Ania's copies of their internals), so "ours" is
 the stock path; the README's performance section shows both modes. A benchmark run alone takes the same
-environment variable.
+environment variable; `--both` gives bench_loop a third side, Ania in the stock mode, in the same runs.
 
 Flags are passed to each benchmark (each ignores the ones it does not know): `--quick`, and e.g.
 `--turns 10 --sizes 2,20` for bench_loop, `--calls 500` for bench_gate, `--members 10 --runs 30` for
