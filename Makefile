@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 STUDIO_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
 
-.PHONY: setup chat run demo test lint bench studio clean
+.PHONY: setup chat run demo test test-stock lint bench studio clean
 
 setup: $(STAMP)
 
@@ -35,6 +35,16 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(ARGS)
+
+# The same code on the libraries' own internals (engine.stock, README "Performance"): the equivalence, replay and
+# fork tests and an end-to-end subset (chat turns, subagents, the session commands as real processes); CI runs
+# it after `make test`. The one test left out strips every ANIA_* variable (it tests a broken pipe, not a mode).
+STOCK_TESTS := tests/test_stock_mode.py tests/test_checkpoint_serde.py tests/test_lean_client.py \
+	tests/test_checkpoint_replay.py tests/test_session_ops.py tests/test_graph_shape.py tests/test_agent_loop.py \
+	tests/test_subagents.py tests/test_cli.py::test_sessions_list_and_show_start_nothing
+test-stock: $(STAMP)
+	ANIA_ENGINE__STOCK=1 $(PY) -m pytest $(STOCK_TESTS) \
+	  --deselect tests/test_session_ops.py::test_a_reader_that_stops_early_ends_the_command_quietly $(ARGS)
 
 # Lint and type-check (ruff's wider rule set and mypy, configured in pyproject.toml); CI runs it first.
 lint: $(STAMP)

@@ -296,10 +296,11 @@ async def _sessions(args: argparse.Namespace) -> int:
             return 1
         print(f"ania: no stored sessions yet ({db} does not exist)", file=sys.stderr)
         return 0
+    from ania.engine_mode import stock_mode
     from checkpoints.factory import open_checkpointer
     from checkpoints.sessions import list_sessions, render, session_messages
 
-    async with open_checkpointer(paths.data_dir) as saver:
+    async with open_checkpointer(paths.data_dir, stock=stock_mode(paths.config_dir)) as saver:
         if args.action == "list":
             for info in await list_sessions(saver):
                 print(f"{info.key}\t{info.checkpoints} checkpoint{'' if info.checkpoints == 1 else 's'}")

@@ -131,7 +131,7 @@ def bind_subagents(services: Services, checkpointer: Any, stack: AsyncExitStack)
     """Attach the subagent and team graphs to `services.subagents` (A1-A4); finished runs are kept on
     `checkpointer`, and closing `stack` waits until they are."""
     settings = services.settings
-    runner = SubagentRunner(checkpointer, lambda: settings.agent.context_tokens)
+    runner = SubagentRunner(checkpointer, lambda: settings.agent.context_tokens, stock=settings.engine.stock)
     services.subagents.bind(runner)
     stack.push_async_callback(runner.aclose)
 

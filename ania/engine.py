@@ -21,6 +21,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from ania.compose import bind_clock, bind_subagents, build_services
+from ania.engine_mode import engine_mode
 from ania.operations import close_turn, open_turn, state_after
 from ania.recovery import cancel_reason, settle
 from checkpoints.factory import open_checkpointer, thread_config
@@ -184,9 +185,10 @@ async def _build(paths: Paths, settings: Settings,
                  options: dict[str, Any]) -> tuple[Services, AgentGraph, AsyncExitStack]:
     stack = AsyncExitStack()
     try:
+        stock = engine_mode(settings)
         services = await build_services(paths, settings, stack, **options)
-        saver = await stack.enter_async_context(open_checkpointer(paths.data_dir))
-        graph = build_agent_graph(lambda: settings.agent.context_tokens, checkpointer=saver)
+        saver = await stack.enter_async_context(open_checkpointer(paths.data_dir, stock=stock))
+        graph = build_agent_graph(lambda: settings.agent.context_tokens, checkpointer=saver, stock=stock)
         bind_subagents(services, saver, stack)
         bind_clock(services, saver, stack)
     except BaseException:

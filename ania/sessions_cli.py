@@ -73,6 +73,7 @@ def add_actions(ssub: Any, session_key: Any) -> None:
 
 
 async def run(args: argparse.Namespace, paths: Paths) -> int:
+    from ania.engine_mode import stock_mode
     from checkpoints.factory import CHECKPOINT_FILE, open_checkpointer
     from checkpoints.maintenance import ForkError
 
@@ -82,7 +83,7 @@ async def run(args: argparse.Namespace, paths: Paths) -> int:
     try:
         if args.action == "replay":
             return await _replay(args, paths)
-        async with open_checkpointer(paths.data_dir) as saver:
+        async with open_checkpointer(paths.data_dir, stock=stock_mode(paths.config_dir)) as saver:
             if args.action == "history":
                 return await _history(saver, args)
             if args.action == "fork":

@@ -30,9 +30,11 @@ from dataclasses import replace
 from langchain_core.runnables import RunnableConfig
 
 from ania.engine import Engine
+from ania.engine_mode import stock_mode
 from ania.platforms.bridge import ChatBridge, ClockBridge, SubagentBridge
 from ania.studio_checkpointer import STUDIO_THREAD
 from core.registry import SessionExecutor, SharedExecutor
+from core.settings import Paths
 from graphs.agent import build_agent_graph
 from graphs.clock import build_clock_graph
 from graphs.gate import build_gate_graph
@@ -103,17 +105,20 @@ async def _studio_clock_context(config: RunnableConfig) -> RunContext:
     return replace(ctx, requester="", agent_kind="clock", executor=executor, bridge=bridge)
 
 
-agent = build_agent_graph(_lazy.context_tokens, context_factory=_studio_context, name="agent")
+#: engine.stock, read once: the graphs' state schemas depend on it (the engine checks it again at its start).
+_STOCK = stock_mode(Paths.from_env().config_dir)
+agent = build_agent_graph(_lazy.context_tokens, context_factory=_studio_context, stock=_STOCK, name="agent")
 #: One tool call through the gates on its own; input: {"call": {"id": "c1", "name": "time", "args": {}}}.
 gate = build_gate_graph(_studio_context)
 #: A one-shot subagent; input: {"messages": [{"role": "user", "content": "<the task>"}], "max_rounds": 5}.
-subagent = build_subagent_graph(_lazy.context_tokens, context_factory=_studio_subagent_context, name="subagent")
+subagent = build_subagent_graph(_lazy.context_tokens, context_factory=_studio_subagent_context, stock=_STOCK,
+                                name="subagent")
 #: A team run; input: {"team": {"name": ..., "purpose": ..., "members": [{"name", "role"}]}, "task": ...}.
 #: Its members run on the engine's own checkpointer (`ania sessions show <thread>/sub/<run id>-<n>`).
 team = build_team_graph(context_factory=_studio_context, name="team")
 #: One run of a scheduled task; input: {"messages": [{"role": "user", "content": "<the task>"}]}. Its final reply
 #: is delivered to the thread id as a chat (logged when no platform owns it); no scheduler runs in Studio.
-clock = build_clock_graph(_lazy.context_tokens, context_factory=_studio_clock_context, name="clock")
+clock = build_clock_graph(_lazy.context_tokens, context_factory=_studio_clock_context, stock=_STOCK, name="clock")
 
 
 def _announce() -> None:

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from ania.engine_mode import stock_mode
 from checkpoints.factory import open_checkpointer
 from core.settings import Paths
 from services.datadir import make_private
@@ -30,7 +31,7 @@ def studio_thread_id(session_key: str) -> str:
 
 @asynccontextmanager
 async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
-    data_dir = Paths.from_env().data_dir
-    make_private(data_dir)  # the Studio server writes checkpoints.db too: private to its user like the bot's
-    async with open_checkpointer(data_dir) as saver:
+    paths = Paths.from_env()
+    make_private(paths.data_dir)  # the Studio server writes checkpoints.db too: private to its user like the bot's
+    async with open_checkpointer(paths.data_dir, stock=stock_mode(paths.config_dir)) as saver:
         yield saver

@@ -63,15 +63,19 @@ async def sync_values(thread: str, saver: BaseCheckpointSaver[str] | None = None
     from langgraph_runtime.database import connect
     from langgraph_runtime.ops import Threads
 
+    from ania.engine_mode import stock_mode
     from checkpoints.factory import open_checkpointer, thread_config
     from core.settings import Paths
     from graphs.agent import build_agent_graph
 
+    paths = Paths.from_env()
+    stock = stock_mode(paths.config_dir)
+
     async def snapshot(s: BaseCheckpointSaver[str]) -> Any:
-        return await build_agent_graph(lambda: 10**6, checkpointer=s).aget_state(thread_config(thread))
+        return await build_agent_graph(lambda: 10**6, checkpointer=s, stock=stock).aget_state(thread_config(thread))
 
     if saver is None:
-        async with open_checkpointer(Paths.from_env().data_dir) as own:
+        async with open_checkpointer(paths.data_dir, stock=stock) as own:
             state = await snapshot(own)
     else:
         state = await snapshot(saver)
@@ -103,13 +107,15 @@ async def register(saver: BaseCheckpointSaver[str], data_dir: Path, key: str) ->
 
 
 async def register_recent(data_dir: Path, n: int = RECENT) -> list[str]:
+    from ania.engine_mode import stock_mode
     from checkpoints.factory import CHECKPOINT_FILE, open_checkpointer
     from checkpoints.sessions import recent_sessions
+    from core.settings import Paths
 
     if not (data_dir / CHECKPOINT_FILE).exists():
         return []
     done = []
-    async with open_checkpointer(data_dir) as saver:
+    async with open_checkpointer(data_dir, stock=stock_mode(Paths.from_env().config_dir)) as saver:
         for key in await recent_sessions(saver, n):
             if await register(saver, data_dir, key):
                 done.append(key)

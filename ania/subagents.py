@@ -32,10 +32,10 @@ log = logging.getLogger(__name__)
 
 
 class SubagentRunner:
-    def __init__(self, checkpointer: Any, context_tokens: Callable[[], int]) -> None:
+    def __init__(self, checkpointer: Any, context_tokens: Callable[[], int], *, stock: bool = False) -> None:
         self._live = InMemorySaver()
-        self.graph = build_subagent_graph(context_tokens, checkpointer=self._live)
-        self._kept = build_subagent_graph(context_tokens, checkpointer=checkpointer)
+        self.graph = build_subagent_graph(context_tokens, checkpointer=self._live, stock=stock)
+        self._kept = build_subagent_graph(context_tokens, checkpointer=checkpointer, stock=stock)
         self.team_graph = build_team_graph(checkpointer=checkpointer)
         self._copies: set[asyncio.Task[None]] = set()
 

@@ -14,6 +14,10 @@ Second table: what Ania's lean client saves (its smaller request payload and its
 services/llm/), the same `create_agent` with LangChain's stock `ChatOpenAI` against it with the lean
 one (a client improvement any LangChain agent could use; not counted above).
 Prefix stability: each side's consecutive requests share the previous messages byte for byte.
+
+`--both` adds a third side to the first table, taking turns with the other two: Ania with
+`engine.stock = true` (LangGraph's own message reducer, saver and serializer, the plain ChatOpenAI: what
+the copied internals win, docs/ARCHITECTURE.md "Copied internals").
 """
 
 from __future__ import annotations
@@ -104,15 +108,21 @@ async def compare(sides: list[Side], sizes: Sequence[int], calls: Sequence[int],
                     done += 1
 
 
-async def run(sizes: Sequence[int], calls: Sequence[int], runs: int, client_sizes: Sequence[int]) -> str:
+async def run(sizes: Sequence[int], calls: Sequence[int], runs: int, client_sizes: Sequence[int],
+              both: bool = False) -> str:
     with (ScriptedOpenAI() as ours_llm, ScriptedOpenAI() as peer_llm, ScriptedOpenAI() as stock_llm,
-          tempfile.TemporaryDirectory(prefix="ania-bench-loop-") as tmp):
+          ScriptedOpenAI() as plain_llm, tempfile.TemporaryDirectory(prefix="ania-bench-loop-") as tmp):
         root = Path(tmp)
         ours = await Ours.start(ours_llm, root / "ours", agent={"context_tokens": 10**9})  # compaction off, as the peer
         schemas = ours.tool_schemas()
         peer = await Peer.start(peer_llm, root / "peer", schemas, client="lean")
         stock = await Peer.start(stock_llm, root / "stock", schemas, client="stock")
         main = [Side("ours", ours, ours_llm), Side("peer", peer, peer_llm)]
+        agents: list[Any] = [ours, peer, stock]
+        if both:  # Ania on the libraries' own code (engine.stock), taking turns with the other two
+            plain = await Ours.start(plain_llm, root / "plain", agent={"context_tokens": 10**9}, engine={"stock": True})
+            agents.append(plain)
+            main.append(Side("ours, engine.stock", plain, plain_llm))
         try:
             await compare(main, (2,), (1,), 2)  # warm-up: imports, connections, SQLite
             for side in main:
@@ -126,13 +136,13 @@ async def run(sizes: Sequence[int], calls: Sequence[int], runs: int, client_size
             if client_sizes:
                 await compare(clients, client_sizes, (1,), runs)
         finally:
-            for agent in (ours, peer, stock):
+            for agent in agents:
                 await agent.close()
     return report(main, clients, stable, runs)
 
 
 def report(main: list[Side], clients: list[Side], stable: dict[str, tuple[int, int]], runs: int) -> str:
-    ours, peer = main
+    ours, peer = main[:2]
     rows = []
     worst = 0.0
     for key in ours.overheads:
@@ -149,6 +159,15 @@ def report(main: list[Side], clients: list[Side], stable: dict[str, tuple[int, i
            f"worst ratio: {worst:.2f}" + ("  (target <= 1.0: met)" if worst <= 1.0 else "  (target <= 1.0: MISSED)"),
            "prefix-stable consecutive requests within a session: "
            + ", ".join(f"{k} {n}/{t}" for k, (n, t) in stable.items())]
+    if len(main) > 2:
+        plain = main[2]
+        srows = [[key[0], key[1], spread(ours.overheads[key]), spread(plain.overheads[key]),
+                  spread(peer.overheads[key]), median(ours.overheads[key]) / median(peer.overheads[key]),
+                  median(plain.overheads[key]) / median(peer.overheads[key]),
+                  f"{median(ours.cpu[key]) * 1000:.1f} / {median(plain.cpu[key]) * 1000:.1f}"] for key in ours.overheads]
+        out += ["", "Both modes, same runs: Ania (fast, the default) and Ania with engine.stock = true, ms",
+                table(["history msgs", "tool calls", "ours", "ours stock", "create_agent", "ours/peer",
+                       "stock/peer", "CPU ms ours / stock"], srows)]
     stock, lean = clients
     if stock.overheads:
         crow = [[key[0], key[1], spread(stock.overheads[key]), spread(lean.overheads[key]),
@@ -168,6 +187,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=RUNS, help="timed turns per figure (default 10)")
     p.add_argument("--client-sizes", default="10,300", help="history sizes of the client table ('' to skip)")
     p.add_argument("--quick", action="store_true", help="sizes 10,100; 5 runs; client table at 10")
+    p.add_argument("--both", action="store_true", help="a third side: Ania with engine.stock = true")
     args, _ = p.parse_known_args(argv)
     if args.quick:
         args.sizes, args.runs, args.client_sizes = "10,100", 5, "10"
@@ -181,7 +201,7 @@ def _ints(text: str) -> list[int]:
 def main(argv: Sequence[str] | None = None, runner: Callable[[Awaitable[str]], str] = asyncio.run) -> None:
     args = parse(argv)
     runs = max(1, min(args.runs, 200))
-    print(runner(run(_ints(args.sizes), _ints(args.tool_calls), runs, _ints(args.client_sizes))))
+    print(runner(run(_ints(args.sizes), _ints(args.tool_calls), runs, _ints(args.client_sizes), args.both)))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from checkpoints.factory import CHECKPOINT_FILE, REDUCERS, open_checkpointer, th
 from checkpoints.saver import AniaSqliteSaver
 from checkpoints.serde import MessageSerializer
 from checkpoints.sessions import list_sessions
+from core.settings import Settings
 from graphs.agent import build_agent_graph
 
 MARKS = (50, 100, 200, 500, 1000)
@@ -73,9 +74,12 @@ async def _loads(db: Path, messages: list[AnyMessage], tmp: Path) -> list[float]
             return await stack.enter_async_context(aiosqlite.connect(str(path), **kw))
 
         async def fresh(serde: Any) -> Any:
-            saver = AniaSqliteSaver(await connect(db, isolation_level=None), reducers=REDUCERS, serde=serde)
+            conn = await connect(db, isolation_level=None)
+            saver = AsyncSqliteSaver(conn) if stock_mode else AniaSqliteSaver(conn, reducers=REDUCERS, serde=serde)
             await saver.setup()
-            return build_agent_graph(lambda: 10**9, checkpointer=saver)
+            return build_agent_graph(lambda: 10**9, checkpointer=saver, stock=stock_mode)
+
+        stock_mode = Settings().engine.stock  # ANIA_ENGINE__STOCK=1 (bench/run.py --stock): ours is the stock path
 
         stock_loader = build_agent_graph(lambda: 10**9, checkpointer=AsyncSqliteSaver(await connect(db)))
         saver = AsyncSqliteSaver(await connect(tmp / f"stock-{len(messages)}.db"))

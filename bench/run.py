@@ -1,4 +1,9 @@
-"""Run every benchmark: `python -m bench.run [--quick]` (what `make bench` runs).
+"""Run every benchmark: `python -m bench.run [--quick] [--stock]` (what `make bench` runs).
+
+`--stock` runs them with `engine.stock = true` (ANIA_ENGINE__STOCK=1: LangGraph's own message reducer,
+saver and serializer and the plain ChatOpenAI instead of Ania's copies of their internals), so "ours" is
+the stock path; the README's performance section shows both modes. A benchmark run alone takes the same
+environment variable; `--both` gives bench_loop a third side, Ania in the stock mode, in the same runs.
 
 Flags are passed to each benchmark (each ignores the ones it does not know): `--quick`, and e.g.
 `--turns 10 --sizes 2,20` for bench_loop, `--calls 500` for bench_gate, `--members 10 --runs 30` for
@@ -10,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -29,6 +35,10 @@ def _modules() -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--stock" in argv:
+        argv.remove("--stock")
+        os.environ["ANIA_ENGINE__STOCK"] = "1"  # every Settings() of the benches reads it
+        print("== engine.stock = true: the libraries' own code (ours is the stock path)\n")
     failed = []
     for name in _modules():
         module = importlib.import_module(name)

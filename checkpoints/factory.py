@@ -1,7 +1,10 @@
 """The checkpointer factory (D2): SQLite at `<data dir>/checkpoints.db` by default, Postgres by URL.
 
 Callers depend only on LangGraph's `BaseCheckpointSaver`, so the backend can change. The SQLite saver is
-checkpoints/saver.py's (LangGraph's, with a history loader that does not grow with every load).
+checkpoints/saver.py's (LangGraph's, with a history loader that does not grow with every load) and its
+serializer checkpoints/serde.py's; with `stock` (the `engine.stock` setting) it is LangGraph's own
+`AsyncSqliteSaver` with its own serializer. Both write the same tables in the same format, so either
+reads what the other stored (tests/test_stock_mode.py).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ REDUCERS = {"messages": fold_messages}
 
 
 @asynccontextmanager
-async def open_checkpointer(data_dir: Path, url: str | None = None) -> AsyncIterator[BaseCheckpointSaver[str]]:
+async def open_checkpointer(data_dir: Path, url: str | None = None, *,
+                            stock: bool = False) -> AsyncIterator[BaseCheckpointSaver[str]]:
     if url and url.startswith(("postgres://", "postgresql://")):
         try:
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -37,9 +41,10 @@ async def open_checkpointer(data_dir: Path, url: str | None = None) -> AsyncIter
             yield saver
         return
     data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, at start
-    # Autocommit: each put is one statement and its own transaction (checkpoints/saver.py).
+    # Autocommit: each put is one statement and its own transaction (checkpoints/saver.py); the stock
+    # saver's commits are then no-ops, and the maintenance code's BEGIN/COMMIT mean the same in both modes.
     async with aiosqlite.connect(str(data_dir / CHECKPOINT_FILE), isolation_level=None) as conn:
-        saver = AniaSqliteSaver(conn, reducers=REDUCERS, serde=MessageSerializer())
+        saver = AsyncSqliteSaver(conn) if stock else AniaSqliteSaver(conn, reducers=REDUCERS, serde=MessageSerializer())
         # Processes opening a new file together (bench workers, `ania sessions` as the bot starts) take
         # turns: switching it to WAL can fail at once with "database is locked" instead of waiting.
         with file_lock(data_dir / (CHECKPOINT_FILE + ".setup.lock")):

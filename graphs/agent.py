@@ -35,7 +35,7 @@ from nodes.compact import compact, compact_or_model
 from nodes.context import ContextFactory, bind_context
 from nodes.model import FINISH, model_step
 from nodes.prepare import finish
-from nodes.state import AgentState, GateInput
+from nodes.state import AgentState, GateInput, state_schema
 from nodes.tool_call import tool_call_node
 from nodes.tool_calls import TOOL_NODE, in_loop, route_after_model
 
@@ -45,17 +45,22 @@ def build_agent_graph(
     *,
     context_factory: ContextFactory | None = None,
     checkpointer: Any = None,
+    stock: bool = False,
     name: str = "agent",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """`context_tokens` gives the compaction threshold (read from settings when a run needs it)."""
-    g = StateGraph(AgentState)
-    g.add_node("model", bind_context(model_step(context_tokens), context_factory), destinations=(FINISH,))
+    """`context_tokens` gives the compaction threshold (read from settings when a run needs it); `stock`
+    (engine.stock) runs on LangGraph's own message channel and reducer (nodes/state.py `state_schema`)."""
+    g = StateGraph(state_schema(AgentState, stock))
+    g.add_node("model", bind_context(model_step(context_tokens, stock=stock), context_factory), destinations=(FINISH,))
     g.add_node("compact", bind_context(compact, context_factory))
     g.add_node(TOOL_NODE, tool_call_node(build_gate_graph(context_factory), context_factory), input_schema=GateInput)
     g.add_node(FINISH, bind_context(finish, context_factory))
     g.add_edge(START, "model")
     g.add_edge(FINISH, END)
-    g.add_conditional_edges("model", route_after_model, [TOOL_NODE, "compact", END])
+    # A router's annotated state joins the graph's schema: the stock schema's `messages` channel differs
+    # from AgentState's, so there the router goes in unannotated (as the other graphs' routers do).
+    g.add_conditional_edges("model", in_loop(route_after_model) if stock else route_after_model,
+                            [TOOL_NODE, "compact", END])
     g.add_edge("compact", "model")
     # After a round of results: compact first when the history grew too long; "finish" (a stopped turn) ends it.
     g.add_conditional_edges(TOOL_NODE, in_loop(compact_or_model(context_tokens)),

@@ -24,7 +24,7 @@ from nodes.clock import clock_model, deliver, drain, route_after_drain, route_af
 from nodes.compact import compact, compact_or_model
 from nodes.context import ContextFactory, bind_context
 from nodes.prepare import finish
-from nodes.state import ClockState, GateInput
+from nodes.state import ClockState, GateInput, state_schema
 from nodes.tool_call import tool_call_node
 from nodes.tool_calls import TOOL_NODE, in_loop
 
@@ -34,9 +34,10 @@ def build_clock_graph(
     *,
     context_factory: ContextFactory | None = None,
     checkpointer: Any = None,
+    stock: bool = False,
     name: str = "clock",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    g = StateGraph(ClockState)
+    g = StateGraph(state_schema(ClockState, stock))
     g.add_node("compact", bind_context(compact, context_factory))
     g.add_node("model", bind_context(clock_model, context_factory))
     g.add_node(TOOL_NODE, tool_call_node(build_gate_graph(context_factory), context_factory), input_schema=GateInput)

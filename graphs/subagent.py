@@ -21,7 +21,7 @@ from graphs.gate import build_gate_graph
 from nodes.compact import compact, compact_or_model
 from nodes.context import ContextFactory, bind_context
 from nodes.prepare import finish
-from nodes.state import GateInput, SubagentState
+from nodes.state import GateInput, SubagentState, state_schema
 from nodes.subagent import subagent_model
 from nodes.tool_call import tool_call_node
 from nodes.tool_calls import TOOL_NODE, in_loop, route_after_model
@@ -32,9 +32,10 @@ def build_subagent_graph(
     *,
     context_factory: ContextFactory | None = None,
     checkpointer: Any = None,
+    stock: bool = False,
     name: str = "subagent",
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    g = StateGraph(SubagentState)
+    g = StateGraph(state_schema(SubagentState, stock))
     g.add_node("compact", bind_context(compact, context_factory))
     g.add_node("model", bind_context(subagent_model, context_factory))
     g.add_node(TOOL_NODE, tool_call_node(build_gate_graph(context_factory), context_factory), input_schema=GateInput)

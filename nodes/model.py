@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage
+from langgraph.graph.message import add_messages
 from langgraph.types import Command, Overwrite, Send
 
 from checkpoints.fold import fold_messages
@@ -49,14 +50,16 @@ FINISH = "finish"
 Update = dict[str, Any] | Command[str]
 
 
-def model_step(context_tokens: Callable[[], int]) -> Callable[[AgentState, RunContext], Awaitable[Update]]:
-    """The graph's `model` node; `context_tokens` gives the compaction threshold (read per run)."""
+def model_step(context_tokens: Callable[[], int], *,
+               stock: bool = False) -> Callable[[AgentState, RunContext], Awaitable[Update]]:
+    """The graph's `model` node; `context_tokens` gives the compaction threshold (read per run); `stock`
+    (engine.stock) folds the prepared turn into the step's view with LangGraph's `add_messages`."""
 
     async def model(state: AgentState, ctx: RunContext) -> Update:
         started: dict[str, Any] = {}
         if starts_turn(state):
             started = await prepare(state, ctx)
-            state = applied(state, started)
+            state = applied(state, started, stock=stock)
             if state.get("status") == "blocked":
                 return await _ended(started, state, ctx)
             if needs_compaction(state, context_tokens()):
@@ -84,11 +87,15 @@ async def _ended(update: dict[str, Any], after: AgentState, ctx: RunContext) -> 
     return update
 
 
-def applied(state: AgentState, update: dict[str, Any]) -> AgentState:
-    """The state as the next part of the step sees it (messages folded, per-turn fields replaced)."""
+def applied(state: AgentState, update: dict[str, Any], *, stock: bool = False) -> AgentState:
+    """The state as the next part of the step sees it (messages folded, per-turn fields replaced): what
+    LangGraph will store at the step's end, computed here so the model is called in the same step. The
+    fold is `fold_messages`, or with `stock` LangGraph's own `add_messages`."""
     out: dict[str, Any] = {**state, **{k: v for k, v in update.items() if k not in ("messages", "turn_usage")}}
     if update.get("messages"):
-        out["messages"] = fold_messages(state.get("messages", []), [update["messages"]])
+        old = state.get("messages", [])
+        out["messages"] = (add_messages(cast(list[Any], old), update["messages"]) if stock
+                           else fold_messages(old, [update["messages"]]))
     return cast(AgentState, out)
 
 

@@ -7,23 +7,31 @@ what Studio's input form reads) refuses `typing.TypedDict` before Python 3.12.
 step, plus a full copy now and then, spaced in proportion to the history, so the checkpoint file grows
 linearly with the conversation instead of with its square, as the stock full-snapshot-per-step storage
 would. Its reducer is `fold_messages` (checkpoints/fold.py): `add_messages` once per write, in one pass.
+
+With `engine.stock = true` the graphs take their state schema from `state_schema(cls, stock=True)`: the
+same fields, with `messages` on LangGraph's own `DeltaChannel` (its fixed snapshot cadence) and LangGraph's
+`add_messages` applied once per write. The stored format is LangGraph's either way, so each mode reads the
+sessions the other stored (tests/test_stock_mode.py).
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, TypeVar, cast, get_type_hints
 
 from langchain_core.messages import AnyMessage, BaseMessage
+from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from checkpoints.delta import GrowingDeltaChannel
 from checkpoints.fold import fold_messages
 
-__all__ = ["USAGE_KEYS", "AgentState", "GateInput", "GateOutput", "GateState", "TurnStatus", "add_usage",
-           "fold_messages", "usage_of"]
+__all__ = ["USAGE_KEYS", "AgentState", "GateInput", "GateOutput", "GateState", "TurnStatus", "add_messages_per_write",
+           "add_usage", "fold_messages", "state_schema", "usage_of"]
+
+S = TypeVar("S")
 
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens", "requests")
@@ -140,3 +148,22 @@ class MemberInput(TypedDict):
     task: str
     budget_sec: float
     run_id: str
+
+
+def add_messages_per_write(state: Sequence[AnyMessage] | None, writes: Sequence[Any]) -> list[AnyMessage]:
+    """The stock mode's message reducer: LangGraph's `add_messages`, once per write, in order (what
+    `fold_messages` equals, without the one-pass copy)."""
+    value: Any = list(state or [])
+    for write in writes:
+        value = add_messages(value, write)
+    return cast(list[AnyMessage], value)
+
+
+def state_schema(cls: type[S], stock: bool) -> type[S]:
+    """`cls` (a state with `messages`), or with `stock` the same fields with the stock message channel."""
+    if not stock:
+        return cls
+    hints = get_type_hints(cls, include_extras=True)
+    hints["messages"] = Annotated[list[AnyMessage], DeltaChannel(add_messages_per_write)]
+    make: Any = TypedDict  # the functional form, with fields known only here
+    return cast(type[S], make(cls.__name__, hints, total=False))

@@ -19,6 +19,11 @@ from services.container import Services
 from services.context import RunContext
 from services.hooks.types import NoHooks
 
+#: The mode this run tests: `ANIA_ENGINE__STOCK=1 pytest ...` (`make test-stock`) runs on the libraries' own code
+#: (engine.stock; every `Settings()` reads it), else on Ania's fast copies. Checks of the copies themselves
+#: (their caches, their counters) run in the fast mode only.
+STOCK = Settings().engine.stock
+
 
 @pytest.fixture
 def scripted_llm() -> ScriptedOpenAI:

@@ -28,7 +28,7 @@ from checkpoints.saver import AniaSqliteSaver
 from checkpoints.serde import MessageSerializer
 from graphs.agent import build_agent_graph
 from nodes.compact import SUMMARIZE_PROMPT
-from tests.conftest import make_settings
+from tests.conftest import STOCK, make_settings
 
 SESSION = "f:u1"
 TEXT = "lorem ipsum dolor sit amet " * 11  # about 300 characters
@@ -196,7 +196,8 @@ async def test_every_checkpoint_equals_the_true_history(scripted_llm, make_chat,
         copies = db.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND "
                             "json_extract(CAST(metadata AS TEXT), '$.counters_since_delta_snapshot.messages') IS NULL",
                             [SESSION]).fetchone()[0]
-    assert copies >= 4, "the session should cross several snapshot copies"
+    # LangGraph's own channel (engine.stock) copies every 100 updates: fewer copies, still more than one.
+    assert copies >= (2 if STOCK else 4), "the session should cross several snapshot copies"
 
     async with aiosqlite.connect(str(db_path)) as conn:
         stock = AsyncSqliteSaver(conn)
@@ -221,7 +222,7 @@ async def test_the_running_engine_reads_the_history_from_memory_and_right(script
     settings = make_settings(scripted_llm, agent={"context_tokens": 2500, "keep_recent_tokens": 600})
     chat = await make_chat(settings, data=tmp_path / "data")
     saver = chat.engine.graph.checkpointer
-    assert isinstance(saver, AniaSqliteSaver)
+    assert type(saver) is (AsyncSqliteSaver if STOCK else AniaSqliteSaver)
     scripted_llm.script([_model] * 400)
     async with aiosqlite.connect(str(tmp_path / "data" / CHECKPOINT_FILE)) as conn:
         stock = build_agent_graph(lambda: 10**6, checkpointer=AsyncSqliteSaver(conn))
@@ -234,7 +235,8 @@ async def test_the_running_engine_reads_the_history_from_memory_and_right(script
             assert [m.content for m in live[:-1]] == [m["content"] or "" for m in request]
             assert isinstance(live[-1], AIMessage) and isinstance(live[-2], ToolMessage)
     assert sum(r.messages[0]["content"] == SUMMARIZE_PROMPT for r in scripted_llm.requests) >= 1
-    assert saver.loads["memory"] > 2 * saver.loads["file"], saver.loads
+    if not STOCK:  # the fast saver's memory (the stock one has none)
+        assert saver.loads["memory"] > 2 * saver.loads["file"], saver.loads
 
 
 def test_the_history_cache_is_bounded():

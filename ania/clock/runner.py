@@ -45,7 +45,7 @@ TIMED_OUT = "timed out after {sec:g} s"
 class ClockRunner:
     def __init__(self, services: Services, checkpointer: Any, context_tokens: Any) -> None:
         self._services = services
-        self.graph = build_clock_graph(context_tokens, checkpointer=checkpointer)
+        self.graph = build_clock_graph(context_tokens, checkpointer=checkpointer, stock=services.settings.engine.stock)
         #: (task id, quota day) of refusals the chat was told about: a task every minute tells it once a day.
         self._refusals_told: set[tuple[int, str]] = set()
 

@@ -46,6 +46,7 @@ from core.settings.sections import (
     BotSettings,
     ClockSettings,
     EmbeddingSettings,
+    EngineSettings,
     KnowledgeSettings,
     LLMSettings,
     LogsSettings,
@@ -73,6 +74,7 @@ __all__ = [
     "BotSettings",
     "ClockSettings",
     "EmbeddingSettings",
+    "EngineSettings",
     "FilesSettings",
     "KeyInfo",
     "KnowledgeSettings",
@@ -124,6 +126,7 @@ class Settings(BaseSettings):
     files: FilesSettings = Field(default_factory=FilesSettings)
     quota: QuotaSettings = Field(default_factory=QuotaSettings)
     logs: LogsSettings = Field(default_factory=LogsSettings)
+    engine: EngineSettings = Field(default_factory=EngineSettings)
 
     #: The file `load_settings` read (or would have read: it may not exist); errors name it.
     config_file: ClassVar[Path | None] = None

@@ -34,6 +34,15 @@ class LLMSettings(BaseModel):
     )
 
 
+class EngineSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    stock: bool = Field(
+        False, description="Run on LangGraph's, langchain-openai's and pydantic's own code instead of Ania's faster "
+                           "copies of their internals (services/versions.py); use it when a library upgrade is "
+                           "outside the versions those copies were checked against. Stored sessions read either way")
+
+
 class BotSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 

@@ -1,5 +1,6 @@
 """The chat model the nodes call: the real `ChatOpenAI` (lean variant) against any OpenAI-compatible endpoint
-(DeepSeek, OpenAI, vLLM, Ollama). Settings are read when the first run needs a model, not at import."""
+(DeepSeek, OpenAI, vLLM, Ollama). Settings are read when the first run needs a model, not at import.
+`engine.stock = true` builds the plain `ChatOpenAI` (the same request bytes, without the private override)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ class ModelFactory:
         if self._model is None:
             require_llm(self._settings)
             llm = self._settings.llm
-            self._model = LeanChatOpenAI(
+            client = ChatOpenAI if self._settings.engine.stock else LeanChatOpenAI
+            self._model = client(
                 base_url=llm.base_url,
                 api_key=llm.api_key or "none",
                 model=llm.model,

@@ -1,9 +1,10 @@
 """The one override of a private library method in Ania, isolated here: `ChatOpenAI._get_request_payload`.
 
 No public API lets a caller skip the OpenAI SDK's per-request type transform. The override is checked
-against the langchain-openai versions in `CHECKED_VERSIONS` (pyproject.toml pins the same range), and
-tests/test_lean_client.py fails loudly when the library changes: the method must exist with this
-signature and the request bytes must equal the stock client's.
+against the langchain-openai versions in services/versions.py (pyproject.toml pins the same range; the
+fast mode refuses to start outside it), and tests/test_lean_client.py fails loudly when the library
+changes: the method must exist with this signature and the request bytes must equal the stock client's.
+`engine.stock = true` uses the plain `ChatOpenAI` instead (services/llm/factory.py).
 """
 
 from __future__ import annotations
@@ -11,9 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_openai import ChatOpenAI
-
-#: The langchain-openai releases this override was checked against (keep pyproject.toml in step).
-CHECKED_VERSIONS = (">=1.7", "<1.8")
 
 #: Request keys sent as they are, past the OpenAI SDK's per-request type transform.
 RAW_KEYS = ("messages", "tools")
