@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+from collections.abc import Awaitable
 
 from core.settings import Settings
 from services.lru import LRU
@@ -57,6 +58,16 @@ def b64_mime(b64: str) -> str:
 
 def data_url(b64: str) -> str:
     return f"data:{b64_mime(b64)};base64,{b64}"
+
+
+async def checked_image(download: Awaitable[bytes], not_image: str) -> bytes | str:
+    """The bytes of an image, or why not: the download's error, or `not_image` when the bytes are no image
+    type we know (the meme tool and the chat's image loading both skip such an image and say why)."""
+    try:
+        data = await download
+    except FetchError as e:
+        return str(e)
+    return data if sniff_mime(data) is not None else not_image
 
 
 async def fetch_bytes(url: str, timeout: float, *, private_ok: bool = False, setting: str = "") -> bytes:

@@ -22,7 +22,7 @@ from core.errors import ToolError
 from core.settings.platform import MemeSettings
 from core.tool import Tool
 from services.context import RunContext
-from services.images import fetch_bytes, sniff_mime
+from services.images import checked_image, fetch_bytes
 from services.net.fetch import FetchError, Guard, TimedOut, fetch
 
 MAX_API_BYTES = 2 * 1024 * 1024
@@ -107,14 +107,10 @@ async def _send_images(urls: list[str], s: MemeSettings, ctx: RunContext) -> tup
     """Fetch and send each image, in order: how many were sent, and why the others were not."""
     sent, problems = 0, []
     for image_url in urls:
-        try:
-            data = await fetch_bytes(image_url, s.timeout_sec, private_ok=s.allow_private_hosts,
-                                     setting=SETTING)
-        except FetchError as e:
-            problems.append(str(e))
-            continue
-        if sniff_mime(data) is None:
-            problems.append("an answer that is not an image")
+        data = await checked_image(fetch_bytes(image_url, s.timeout_sec, private_ok=s.allow_private_hosts,
+                                               setting=SETTING), "an answer that is not an image")
+        if isinstance(data, str):
+            problems.append(data)
             continue
         result = await ctx.bridge.send_image(base64.b64encode(data).decode())
         if result == "sent":

@@ -14,7 +14,7 @@ from ania.platforms.bridge import MAX_QUEUED_IMAGES, ImageQueue
 from ania.platforms.onebot.events import Incoming
 from ania.platforms.onebot.message import Segment
 from ania.platforms.onebot.outbound import Outbound
-from services.images import FetchError, sniff_mime
+from services.images import checked_image
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +58,10 @@ class OneBotBridge(ImageQueue):
         loaded: list[str] = []
         problems: list[str] = []
         for seg in (here + there)[:MAX_QUEUED_IMAGES]:
-            try:
-                data = await self._adapter.image_bytes(seg)
-            except FetchError as e:
-                problems.append(str(e))
-                continue
-            if sniff_mime(data) is None:
-                problems.append("a file that is not a PNG, JPEG, GIF, WebP or BMP image")
+            data = await checked_image(self._adapter.image_bytes(seg),
+                                       "a file that is not a PNG, JPEG, GIF, WebP or BMP image")
+            if isinstance(data, str):
+                problems.append(data)
                 continue
             loaded.append(base64.b64encode(data).decode())
         if not loaded:
