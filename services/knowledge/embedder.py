@@ -32,7 +32,8 @@ class EmbeddingFailed(Exception):
 class Embedder:
     def __init__(self, settings: EmbeddingSettings, *, retry_after_sec: float = RETRY_AFTER_SEC) -> None:
         self._settings = settings
-        self._retry_after = retry_after_sec
+        #: Seconds without calls after a failure (searching by keywords meanwhile); a test may set 0.
+        self.retry_after_sec = retry_after_sec
         self._client: httpx.AsyncClient | None = None
         self._down_until = 0.0
         self._failing = False
@@ -72,11 +73,11 @@ class Embedder:
 
     def reject(self, reason: str) -> None:
         """The answer cannot be used (also when the store finds the vectors unfit): back off, log once."""
-        self._down_until = time.monotonic() + self._retry_after
+        self._down_until = time.monotonic() + self.retry_after_sec
         if not self._failing:
             self._failing = True
             log.warning("embedding service %s failed (%s); searching by keywords only, retrying in %g s",
-                        self._settings.base_url, reason, self._retry_after)
+                        self._settings.base_url, reason, self.retry_after_sec)
 
     async def _batch(self, texts: Sequence[str]) -> np.ndarray:
         headers = {"Authorization": f"Bearer {self._settings.api_key}"} if self._settings.api_key else {}
