@@ -33,8 +33,11 @@ run: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/ania demo $(ARGS)
 
+# The tests mostly wait (subprocesses, sockets, timers), so pytest-xdist runs them on more workers than cores;
+# tests that share a server are grouped on one worker (xdist_group). WORKERS=0 runs them in this process.
+WORKERS ?= 4
 test: $(STAMP)
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest -n $(WORKERS) --dist loadgroup $(ARGS)
 
 # Lint and type-check (ruff's wider rule set and mypy, configured in pyproject.toml); CI runs it first.
 lint: $(STAMP)
