@@ -214,10 +214,10 @@ async def test_shutdown_stops_a_turn_that_outlives_the_grace_and_tells_its_chat(
 
 
 async def test_a_silent_link_is_closed_after_missed_heartbeats_and_redialled(bot):
-    b = await bot(fake=FakeOneBot(self_id=BOT, heartbeat_ms=200))
+    b = await bot(fake=FakeOneBot(self_id=BOT, heartbeat_ms=200), onebot={"heartbeat_floor_sec": 0.5})
     await asyncio.sleep(0.5)  # a few heartbeats arm the watchdog
     b.fake.silence()
-    await b.fake.wait_for(lambda: b.fake.connections == 2, timeout=30)  # closed by Ania after 5 s, redialled
+    await b.fake.wait_for(lambda: b.fake.connections == 2, timeout=30)  # closed by Ania after 0.6 s, redialled
     await b.fake.private_message(42, "back?")
     await b.fake.wait_for(lambda: b.fake.sent)
     assert b.fake.texts() == ["echo: back?"]
