@@ -33,8 +33,11 @@ run: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/ania demo $(ARGS)
 
+# The tests mostly wait (subprocesses, sockets, timers), so pytest-xdist runs them on more workers than cores;
+# tests that share a server are grouped on one worker (xdist_group). WORKERS=0 runs them in this process.
+WORKERS ?= 4
 test: $(STAMP)
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest -n $(WORKERS) --dist loadgroup $(ARGS)
 
 # The same code on the libraries' own internals (engine.stock, README "Performance"): the equivalence, replay and
 # fork tests and an end-to-end subset (chat turns, subagents, the session commands as real processes); CI runs
@@ -43,7 +46,7 @@ STOCK_TESTS := tests/test_stock_mode.py tests/test_checkpoint_serde.py tests/tes
 	tests/test_checkpoint_replay.py tests/test_session_ops.py tests/test_graph_shape.py tests/test_agent_loop.py \
 	tests/test_subagents.py tests/test_cli.py::test_sessions_list_and_show_start_nothing
 test-stock: $(STAMP)
-	ANIA_ENGINE__STOCK=1 $(PY) -m pytest $(STOCK_TESTS) \
+	ANIA_ENGINE__STOCK=1 $(PY) -m pytest -n $(WORKERS) --dist loadgroup $(STOCK_TESTS) \
 	  --deselect tests/test_session_ops.py::test_a_reader_that_stops_early_ends_the_command_quietly $(ARGS)
 
 # Lint and type-check (ruff's wider rule set and mypy, configured in pyproject.toml); CI runs it first.

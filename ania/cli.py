@@ -61,7 +61,8 @@ def _chat_options(p: argparse.ArgumentParser) -> None:
                         "bot.admins); default: the local user 'local', who is always an admin")
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (public: the tests read its commands and help)."""
     raw = argparse.RawDescriptionHelpFormatter
     p = argparse.ArgumentParser(prog="ania", description="Ania: the AI engine of a chat bot, on LangGraph.",
                                 epilog="Start with `ania demo` (offline), then configure a model in "
@@ -159,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.cmd is None:
         parser.print_help()

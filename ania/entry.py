@@ -53,6 +53,11 @@ class MessageEntry:
         self._ready = asyncio.Event()
         self._ready.set()
 
+    def held(self) -> int:
+        """How many sessions the entry keeps state for (turns queued or running, their locks): 0 once every
+        turn ended, however many sessions came by (the bounded-state tests check it)."""
+        return len(self._tasks) + len(self._locks)
+
     async def submit(self, session_key: str, user_id: str, text: str, *, bridge: CallbackBridge | None = None,
                      prompt: str | None = None, addressed: bool = True) -> asyncio.Task[TurnResult] | None:
         """Handle one message. Returns the turn's task when one was queued (None when consumed).

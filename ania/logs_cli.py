@@ -86,14 +86,14 @@ def run(args: argparse.Namespace) -> int:
         log = QueryLog(store, load_settings(paths.config_dir).logs)
         if args.action == "queries":
             rows = log.rows(QueryFilter(args.session, args.status, args.since, args.tool, args.n))
-            _print(rows, as_json, _query_line)
+            _print(rows, as_json, query_line)
             return 0
         row = log.get(args.id)
         if row is None:
             print(f"ania: no query {args.id} (`ania logs queries` lists them)", file=sys.stderr)
             return 1
         print(json.dumps(row, ensure_ascii=False, indent=None if not sys.stdout.isatty() else 2)
-              if as_json else _query_full(row))
+              if as_json else query_full(row))
         return 0
     finally:
         store.close()
@@ -114,7 +114,8 @@ def _when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
 
 
-def _query_line(r: dict[str, Any]) -> str:
+def query_line(r: dict[str, Any]) -> str:
+    """A query log row as one line of `ania logs queries` at a terminal."""
     text = " ".join(str(r["input"] or "").split())
     text = text if len(text) <= 50 else text[:49] + "…"
     return (f"{r['id']:>6}  {_when(r['started'])}  {r['session']:<14} {r['sender'] or '-':<10} {r['status']:<11} "
@@ -127,7 +128,8 @@ def _op_line(r: dict[str, Any]) -> str:
     return f"{r['id']:>6}  {_when(r['ts'])}  {r['kind']:<14} {r['session'] or '-':<14} {r['actor'] or '-':<10} {detail}"
 
 
-def _query_full(r: dict[str, Any]) -> str:
+def query_full(r: dict[str, Any]) -> str:
+    """A query log row in full (`ania logs show ID` at a terminal)."""
     lines = [f"query {r['id']}: {r['status']}", f"session   {r['session']} (thread {r['thread'] or '-'})",
              f"sender    {r['sender'] or '-'} ({r['trigger']})",
              f"started   {_when(r['started'])}, took {r['duration_ms'] or 0} ms",

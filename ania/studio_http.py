@@ -110,8 +110,9 @@ async def _lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
 
 
-async def _sync(request: Request) -> JSONResponse:
-    """Sets a copied session's thread values from its checkpoint, for GET /threads/{id} (ania sessions studio)."""
+async def sync_route(request: Request) -> JSONResponse:
+    """POST /ania/threads/sync (public: the tests mount this route alone).
+    Sets a copied session's thread values from its checkpoint, for GET /threads/{id} (ania sessions studio)."""
     from ania import studio_threads
 
     try:
@@ -123,5 +124,5 @@ async def _sync(request: Request) -> JSONResponse:
     return JSONResponse({"thread_id": thread, "synced": await studio_threads.sync_values(thread)})
 
 
-app = Starlette(routes=[Route("/ania/threads/sync", _sync, methods=["POST"])], lifespan=_lifespan)
+app = Starlette(routes=[Route("/ania/threads/sync", sync_route, methods=["POST"])], lifespan=_lifespan)
 app.add_middleware(OriginGuard)

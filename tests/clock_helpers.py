@@ -28,6 +28,13 @@ async def runs_until(clock: ClockService, session: str, cond: Any, timeout: floa
         await asyncio.sleep(0.02)
 
 
+def fire_now(clock: ClockService, task_id: int) -> None:
+    """Advance time to the task's next fire (ClockService.bring_forward): the scheduler hands it over at once,
+    as it would have when its time came. One test per behaviour keeps waiting in real time (test_clock.py's
+    first, test_clock_restart.py's processes)."""
+    assert clock.bring_forward(task_id), f"task {task_id} has no next fire"
+
+
 def finished(rows: list[ClockRun], status: str = "success", n: int = 1) -> bool:
     return sum(1 for r in rows if r.status == status) >= n
 

@@ -48,7 +48,7 @@ class Chat:
         self.engine = engine
         self.out = out
         self.entry = MessageEntry(engine, self.bridge)
-        self.detach = engine.services.outboxes.attach("test chat", self._outbox)
+        self.detach = engine.services.outboxes.attach("test chat", self.outbox)
 
     def bridge(self, session_key: str) -> ChatBridge:
         async def send(text: str) -> None:
@@ -56,7 +56,8 @@ class Chat:
 
         return ChatBridge(send, self.engine.services.paths.data_dir / "outbox" / session_key)
 
-    async def _outbox(self, session_key: str, text: str) -> bool:
+    async def outbox(self, session_key: str, text: str) -> bool:
+        """The chat's outbox (attached at start): a test may wrap it in another one."""
         self.out.setdefault(session_key, []).append(text)
         return True
 

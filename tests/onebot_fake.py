@@ -101,6 +101,16 @@ class FakeOneBot:
         return self
 
     @property
+    def serving(self) -> bool:
+        """Forward mode: the WebSocket server was started (`serve`)."""
+        return self._server is not None
+
+    def stop_serving(self) -> None:
+        """Forward mode: accept no new connection (the implementation gone for good); the open one stays."""
+        if self._server is not None:
+            self._server.close()
+
+    @property
     def url(self) -> str:
         port = next(iter(self._server.sockets)).getsockname()[1]
         return f"ws://127.0.0.1:{port}/"
@@ -139,6 +149,11 @@ class FakeOneBot:
                 await asyncio.sleep(interval)
 
         self._dialer = asyncio.create_task(loop())
+
+    def stop_dialing(self) -> None:
+        """Reverse mode: stop the dialler (a test then dials by hand with other credentials or paths)."""
+        if self._dialer is not None:
+            self._dialer.cancel()
 
     # --- one connection ----------------------------------------------------------------------------
 
@@ -196,7 +211,7 @@ class FakeOneBot:
             key = f"g:{p.get('group_id')}" if action == "send_group_msg" else f"f:{p.get('user_id')}"
             self.sent_to.setdefault(key, asyncio.Event()).set()
             kind = "group" if action == "send_group_msg" else "private"
-            mid = self._store(kind, self.self_id, "Ania", p["message"], p.get("group_id"), p.get("user_id"))
+            mid = self.remember(kind, self.self_id, "Ania", p["message"], p.get("group_id"), p.get("user_id"))
             return {"message_id": mid}
         if action == "get_msg":
             return self.messages[int(p["message_id"])]
@@ -213,8 +228,9 @@ class FakeOneBot:
             return self.images[p["file"]]
         raise KeyError(action)
 
-    def _store(self, kind: str, user_id: int, name: str, message: Any, group_id: Any = None,
-               peer: Any = None) -> int:
+    def remember(self, kind: str, user_id: int, name: str, message: Any, group_id: Any = None,
+                 peer: Any = None) -> int:
+        """Keep a message in the history that get_msg and the history actions read; returns its id."""
         mid = next(self._ids)
         segs = message if isinstance(message, list) else [text(str(message))]
         self.messages[mid] = {
@@ -246,7 +262,7 @@ class FakeOneBot:
     async def group_message(self, group_id: int, user_id: int, message: Segments | str, *,
                             nickname: str = "", card: str = "") -> int:
         segs = [text(message)] if isinstance(message, str) else message
-        mid = self._store("group", user_id, card or nickname or f"user{user_id}", segs, group_id=group_id)
+        mid = self.remember("group", user_id, card or nickname or f"user{user_id}", segs, group_id=group_id)
         await self._push({
             "post_type": "message", "message_type": "group", "sub_type": "normal", "message_id": mid,
             "group_id": group_id, "user_id": user_id, "anonymous": None, "message": self._message(segs),
@@ -258,7 +274,7 @@ class FakeOneBot:
 
     async def private_message(self, user_id: int, message: Segments | str, *, nickname: str = "") -> int:
         segs = [text(message)] if isinstance(message, str) else message
-        mid = self._store("private", user_id, nickname or f"user{user_id}", segs, peer=user_id)
+        mid = self.remember("private", user_id, nickname or f"user{user_id}", segs, peer=user_id)
         await self._push({
             "post_type": "message", "message_type": "private", "sub_type": "friend", "message_id": mid,
             "user_id": user_id, "message": self._message(segs), "raw_message": as_cq(segs), "font": 0,

@@ -46,7 +46,7 @@ async def make_engine(tmp_path: Path, model: Any, fake: FakeOneBot, *, mode: str
     """An engine whose model is `model.base_url` (the scripted server) and whose OneBot link is `fake`."""
     onebot = dict(sections.pop("onebot", {}))
     if mode == "forward":
-        if fake._server is None:
+        if not fake.serving:
             await fake.serve()
         onebot.setdefault("ws_url", fake.url)
     else:

@@ -212,7 +212,7 @@ class FileServer:
         self.httpd.daemon_threads = True
         self.httpd.block_on_close = False
         self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)  # shutdown waits a poll
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"

@@ -1,6 +1,8 @@
 """Running `ania chat` as a user does, for tests/test_terminal*.py and the other modules that start the CLI:
 the environment for a temp config and data dir against the scripted server (`env_for`), one command run to the
-end (`ania`), and a command on a pseudo-terminal (`Pty`) where a TTY matters (the status line, Ctrl-C)."""
+end (`ania`), and a command on a pseudo-terminal (`Pty`) where a TTY matters (the status line, Ctrl-C). A read-only
+command that only checks what a real `ania chat` stored runs in this process (`ania_here`): a second process start
+would prove nothing more and costs seconds of CPU."""
 
 from __future__ import annotations
 
@@ -28,6 +30,20 @@ def env_for(server, tmp_path: Path, **extra: str) -> dict[str, str]:
                 "ANIA_LLM__BASE_URL": server.base_url, "ANIA_LLM__MODEL": "scripted-model",
                 "ANIA_LLM__MAX_RETRIES": "0", "PYTHONPATH": str(ROOT), **extra})
     return env
+
+
+def ania_here(monkeypatch, capsys, *args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    """`ania ARGS` through `ania.cli.main` in this process, with `env`'s ANIA_ variables: (exit code, stdout,
+    stderr). Only for commands that need no stdin (sessions list, show)."""
+    for key, value in env.items():
+        if key.startswith("ANIA_"):
+            monkeypatch.setenv(key, value)
+    from ania.cli import main
+
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
 def ania(*args: str, env: dict[str, str], stdin: str = "", **kw) -> subprocess.CompletedProcess:

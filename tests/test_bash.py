@@ -155,7 +155,7 @@ def test_bash_tools_only_when_enabled(tmp_path: Path) -> None:
     assert t.workdir == tmp_path / "workspace"
     [t] = bash_tools(Settings(bash=BashSettings(enable=True, workdir=str(tmp_path / "elsewhere"))), tmp_path,
                      tmp_path / "config")
-    assert t.workdir == tmp_path / "elsewhere" and tmp_path / "config" in t._hide
+    assert t.workdir == tmp_path / "elsewhere" and tmp_path / "config" in t.hidden
 
 
 # --- execution --------------------------------------------------------------------------------

@@ -21,9 +21,9 @@ async def test_five_thousand_sessions_leave_bounded_maps(scripted_llm, make_chat
         services.mcp.loads.handles(key)
         assert await entry.submit(key, f"u{i}", "/stop") is None  # approval check + command path
     assert len(services.sessions) == MAX_SESSIONS
-    assert len(services.mcp.loads._handles) == CACHED_SESSIONS
-    assert entry._tasks == {} and len(entry._locks) == 0
-    assert len(services.approvals._locks) == 0 and services.approvals._pending == {}
+    assert services.mcp.loads.cached() == CACHED_SESSIONS
+    assert entry.held() == 0
+    assert services.approvals.held() == 0
 
 
 async def test_real_turns_in_many_sessions_leave_nothing_behind(scripted_llm, make_chat):
@@ -31,7 +31,7 @@ async def test_real_turns_in_many_sessions_leave_nothing_behind(scripted_llm, ma
     scripted_llm.script([Reply("ok")] * 60)
     tasks = [await chat.entry.submit(f"f:{i}", str(i), "hi") for i in range(60)]
     await asyncio.gather(*[t for t in tasks if t is not None])
-    assert chat.entry._tasks == {} and len(chat.entry._locks) == 0
+    assert chat.entry.held() == 0
     assert all(chat.engine.services.sessions.state(f"f:{i}").clean for i in range(60))
 
 

@@ -1,5 +1,6 @@
 """Scheduled tasks through the real loop and the real scheduler (C1-C7, G2, G4): the scripted model answers by
-request content, the minimum interval is 1 s so tasks fire within the test."""
+request content, the minimum interval is 1 s so tasks fire within the test. The first test waits for its fires in
+real time; the others bring a task's next fire forward to now (ClockService.bring_forward) instead of waiting."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 
 from ania.fakes.openai_server import Calls, Fail, Reply, Stall
 from checkpoints.sessions import session_messages
-from tests.clock_helpers import clock_settings, finished, runs_until
+from tests.clock_helpers import clock_settings, finished, fire_now, runs_until
 from tests.subagent_helpers import Router, Sleepy, requests_of, text, tool_results, wait_for
 from tests.test_subagents import SendFile
 
@@ -80,7 +81,8 @@ async def test_async_subagents_are_drained_and_every_result_reaches_the_synthesi
         .on("TASK-STUBBORN", Calls([("stubborn", {"label": "x"})]), Reply("too late"))
         .on("TASK-LONG", Stall(60)))
     clock = chat.engine.services.clock
-    clock.create("f:u1", "u1", "in 1s", "PROMPT-S gather", name="gather", timeout_sec=8)
+    view = clock.create("f:u1", "u1", "in 1s", "PROMPT-S gather", name="gather", timeout_sec=8)
+    fire_now(clock, view.id)
     rows = await runs_until(clock, "f:u1", finished)
     assert chat.out["f:u1"] == ["SYNTHESIS: A and B"]  # only the synthesized reply
     results = tool_results(requests_of(scripted_llm, "PROMPT-S")[2])
@@ -115,7 +117,8 @@ async def test_a_model_error_tells_the_target_and_the_next_fire_still_happens(sc
     answers = iter([Fail(500), Reply("recovered")])
     scripted_llm.respond_with(lambda body: next(answers, Reply("again")))
     clock = chat.engine.services.clock
-    clock.create("g:7", "u1", "@every 1s", "PROMPT-E", name="news")
+    view = clock.create("g:7", "u1", "@every 1s", "PROMPT-E", name="news")
+    fire_now(clock, view.id)
     rows = await runs_until(clock, "g:7", lambda rs: finished(rs, "error") and finished(rs, "success"))
     out = chat.out["g:7"]
     assert re.fullmatch(r'Scheduled task 1 "news" failed: the model endpoint failed \(HTTP 500\)\. ' + NEXT, out[0])
@@ -129,7 +132,10 @@ async def test_a_timeout_tells_the_target_which_task_and_the_next_fire_still_hap
     answers = iter([Stall(30), Reply("in time")])
     scripted_llm.respond_with(lambda body: next(answers, Reply("again")))
     clock = chat.engine.services.clock
-    clock.create("f:u1", "u1", "@every 2s", "PROMPT-T", name="slow one")
+    view = clock.create("f:u1", "u1", "@every 2s", "PROMPT-T", name="slow one")
+    fire_now(clock, view.id)
+    await runs_until(clock, "f:u1", lambda rs: finished(rs, "timeout"))
+    fire_now(clock, view.id)  # the next fire: still scheduled
     rows = await runs_until(clock, "f:u1", lambda rs: finished(rs, "timeout") and finished(rs, "success"))
     out = chat.out["f:u1"]
     assert re.fullmatch(r'Scheduled task 1 "slow one" timed out after 1 s \(clock.default_timeout_sec\) and was '
@@ -153,7 +159,8 @@ async def test_a_run_that_raises_is_logged_and_told_and_the_task_goes_on(scripte
     chat.engine.services.outboxes.attach("flaky", flaky)
     scripted_llm.respond_with(lambda body: Reply("hello from the task"))
     clock = chat.engine.services.clock
-    clock.create("f:u1", "u1", "@every 1s", "PROMPT-X", name="flaky")
+    view = clock.create("f:u1", "u1", "@every 1s", "PROMPT-X", name="flaky")
+    fire_now(clock, view.id)
     rows = await runs_until(clock, "f:u1", lambda rs: finished(rs, "error") and finished(rs, "success"))
     assert sends[0] == "hello from the task"  # the delivery that raised
     assert re.fullmatch(r'Scheduled task 1 "flaky" failed: an error in a step of the run \(ConnectionError\); it is '
@@ -169,7 +176,8 @@ async def test_only_an_admin_approves_a_call_of_a_clock_run(scripted_llm, make_c
     scripted_llm.respond_with(Router().on("PROMPT-A", Calls([("time", {"timezone": "Asia/Shanghai"})]),
                                           Reply("approved and done")))
     clock = chat.engine.services.clock
-    clock.create("f:u1", "u1", "in 1s", "PROMPT-A", name="asks")
+    view = clock.create("f:u1", "u1", "in 1s", "PROMPT-A", name="asks")
+    fire_now(clock, view.id)
     approvals = chat.engine.services.approvals
     await wait_for(lambda: approvals.is_waiting("f:admin"), 15)  # nobody in f:u1 may decide: an admin is asked
     assert chat.out["f:admin"][-1].startswith('[clock task 1] Tool "time" wants to run with {"timezone": "Asia/Shanghai"}')
@@ -189,7 +197,8 @@ async def test_a_task_an_admin_made_needs_a_second_admin_for_a_configuration_cha
     scripted_llm.respond_with(Router().on("PROMPT-CFG", Calls([("config_set", {"key": "agent.max_rounds",
                                                                                "value": "7"})]), Reply("set")))
     clock = chat.engine.services.clock
-    clock.create("f:admin", "admin", "in 1s", "PROMPT-CFG", name="cfg")
+    view = clock.create("f:admin", "admin", "in 1s", "PROMPT-CFG", name="cfg")
+    fire_now(clock, view.id)
     approvals = chat.engine.services.approvals
     await wait_for(lambda: approvals.is_waiting("f:admin2"), 15)  # asked of the other admin
     assert await chat.say("f:admin", "admin", "allow") == [
@@ -208,7 +217,8 @@ async def test_nor_through_an_async_subagent_of_the_task(scripted_llm, make_chat
         .on("PROMPT-SUB", Calls([("subagent_run", {"task": "TASK-CFG set it"})]), Reply("waiting"))
         .on("TASK-CFG", Calls([("config_set", {"key": "agent.max_rounds", "value": "7"})]), Reply("sub done")))
     clock = chat.engine.services.clock
-    clock.create("f:admin", "admin", "in 1s", "PROMPT-SUB", name="cfg", timeout_sec=60)
+    view = clock.create("f:admin", "admin", "in 1s", "PROMPT-SUB", name="cfg", timeout_sec=60)
+    fire_now(clock, view.id)
     approvals = chat.engine.services.approvals
     await wait_for(lambda: approvals.is_waiting("f:admin2"), 15)
     assert await chat.say("f:admin", "admin", "allow") == [
@@ -265,8 +275,10 @@ async def test_a_run_has_no_requester_so_no_admin_rights_whoever_made_the_task(s
         ("team_save", {"name": "t", "purpose": "p", "members": [{"name": "a", "role": "r"}], "scope": "global"})]),
         Reply("tried")))
     clock = chat.engine.services.clock
-    clock.create("g:1", "member", "in 1s", "PROMPT-RIGHTS by a member")
-    clock.create("f:admin", "admin", "in 1s", "PROMPT-RIGHTS by an admin")
+    member = clock.create("g:1", "member", "in 1s", "PROMPT-RIGHTS by a member")
+    fire_now(clock, member.id)
+    admin = clock.create("f:admin", "admin", "in 1s", "PROMPT-RIGHTS by an admin")
+    fire_now(clock, admin.id)
     await runs_until(clock, "g:1", finished)
     await runs_until(clock, "f:admin", finished)
     seconds = [r for r in requests_of(scripted_llm, "PROMPT-RIGHTS") if tool_results(r)]
@@ -282,7 +294,8 @@ async def test_a_reply_no_platform_takes_is_logged_as_not_delivered(scripted_llm
     chat.detach()  # no platform owns any chat now
     scripted_llm.respond_with(lambda body: Reply("into the void"))
     clock = chat.engine.services.clock
-    clock.create("g:9", "u1", "in 1s", "PROMPT-V")
+    view = clock.create("g:9", "u1", "in 1s", "PROMPT-V")
+    fire_now(clock, view.id)
     [row] = await runs_until(clock, "g:9", finished)
     assert (row.reply, row.delivered, row.detail) == ("into the void", False,
                                                       "not delivered: no platform took the message for g:9")
@@ -295,7 +308,8 @@ async def test_synthesis_stops_after_five_rounds(scripted_llm, make_chat):
         .on("PROMPT-L", Calls([("subagent_run", {"task": "TASK-Q"})]), Reply("wait for it"))
         .on("TASK-Q", Reply("q")))
     clock = chat.engine.services.clock
-    clock.create("f:u1", "u1", "in 1s", "PROMPT-L", name="loop", timeout_sec=60)
+    view = clock.create("f:u1", "u1", "in 1s", "PROMPT-L", name="loop", timeout_sec=60)
+    fire_now(clock, view.id)
     [row] = await runs_until(clock, "f:u1", lambda rs: finished(rs, "error"))
     after_the_drain = [r for r in scripted_llm.requests if "<subagent_results>" in str(r.messages)]
     assert len(after_the_drain) == 5  # five synthesis rounds, each calling a tool instead of answering
@@ -309,9 +323,10 @@ async def test_run_once_deletes_a_repeating_task_after_its_first_run(scripted_ll
     scripted_llm.respond_with(lambda body: Reply("only once"))
     clock = chat.engine.services.clock
     view = clock.create("f:u1", "u1", "@every 2s", "PROMPT-1", name="once", run_once=True)
+    fire_now(clock, view.id)
     await runs_until(clock, "f:u1", finished)
-    assert clock.views("f:u1") == []  # deleted with its first run, so it never fires again
-    await asyncio.sleep(3)  # past the next fire time it would have had
+    assert clock.views("f:u1") == []  # deleted with its first run, so it never fires again:
+    assert not clock.bring_forward(view.id)  # the scheduler holds no next fire of it
     rows = clock.log("f:u1", view.id, 50)
     assert [r.status for r in rows] == ["success"] and chat.out["f:u1"] == ["only once"]
 
@@ -321,7 +336,8 @@ async def test_the_log_keeps_the_first_20_tool_calls_and_the_total(scripted_llm,
     scripted_llm.respond_with(Router()
         .on("PROMPT-MANY", Calls([("time", {"n": i}) for i in range(25)]), Reply("done")))
     clock = chat.engine.services.clock
-    clock.create("f:u1", "u1", "in 1s", "PROMPT-MANY")
+    view = clock.create("f:u1", "u1", "in 1s", "PROMPT-MANY")
+    fire_now(clock, view.id)
     [row] = await runs_until(clock, "f:u1", finished)
     assert row.tool_call_count == 25 and len(row.tool_calls) == 20
     assert [c.args for c in row.tool_calls] == [f'{{"n": {i}}}' for i in range(20)]
@@ -336,7 +352,8 @@ async def test_stop_in_the_chat_stops_a_task_run_its_creator_or_an_admin_may_sto
     scripted_llm.respond_with(Router()
         .on("PROMPT-LONG", lambda body: next(stalls, Reply("quick this time")))
         .on("PROMPT-ONCE", Stall(60)))
-    clock.create("g:club", "u1", "@every 2s", "PROMPT-LONG a long report", name="report")
+    report = clock.create("g:club", "u1", "@every 2s", "PROMPT-LONG a long report", name="report")
+    fire_now(clock, report.id)
     await runs_until(clock, "g:club", lambda rows: finished(rows, "running"))
     assert await chat.say("g:club", "u2", "/stop") == [
         "Only an admin or the person who created the task can stop a scheduled task's run."]
@@ -344,11 +361,14 @@ async def test_stop_in_the_chat_stops_a_task_run_its_creator_or_an_admin_may_sto
     rows = await runs_until(clock, "g:club", lambda rows: finished(rows, "interrupted"))
     assert [(r.status, r.detail) for r in rows if r.status == "interrupted"] == [
         ("interrupted", "stopped with /stop by u1")]
+    fire_now(clock, report.id)
     await runs_until(clock, "g:club", lambda rows: finished(rows, "running"))  # the next fire
     assert await chat.say("g:club", "boss", "/stop") == ["Stopped 1 scheduled task run(s) in progress."]
+    fire_now(clock, report.id)
     await runs_until(clock, "g:club", lambda rows: finished(rows, "success"))  # and it goes on firing
     assert [v.id for v in clock.views("g:club")] == [1]
-    clock.create("f:u3", "u3", "in 1s", "PROMPT-ONCE once", name="once")
+    once = clock.create("f:u3", "u3", "in 1s", "PROMPT-ONCE once", name="once")
+    fire_now(clock, once.id)
     await runs_until(clock, "f:u3", lambda rows: finished(rows, "running"))
     assert await chat.say("f:u3", "u3", "/stop") == ["Stopped 1 scheduled task run(s) in progress."]
     [row] = clock.log("f:u3")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ania.fakes.openai_server import Calls, Reply
 from services.usage.querylog import QueryFilter
-from tests.clock_helpers import clock_settings, finished, runs_until
+from tests.clock_helpers import clock_settings, finished, fire_now, runs_until
 from tests.subagent_helpers import Router, requests_of
 
 
@@ -19,6 +19,7 @@ async def test_a_clock_run_is_a_query_row_and_its_tokens_count_once_for_the_day(
         .on("PROMPT-Q", Calls([("time", {})]), Reply("hi from the clock")))
     assert await chat.say("f:u1", "u1", "remind me") == ["Scheduled."]
     before = services.quota.used("f:u1").session
+    fire_now(services.clock, 1)
     [run] = [r for r in await runs_until(services.clock, "f:u1", finished) if r.status == "success"][:1]
     rows = [r for r in services.queries.rows(QueryFilter(session="f:u1")) if r["trigger"] == "clock"]
     row = next(r for r in rows if r["thread"] == run.thread)
@@ -40,6 +41,9 @@ async def test_a_chat_over_its_daily_quota_runs_no_task_and_is_told(scripted_llm
     # This turn spends the day's quota: its tool call runs, and the quota stops it before its next model call.
     [stopped] = await chat.say("f:u1", "u1", "remind me")
     assert stopped.startswith("This chat has used its daily token quota")
+    fire_now(services.clock, 1)
+    await runs_until(services.clock, "f:u1", lambda rs: finished(rs, "error"))
+    fire_now(services.clock, 1)  # the next fire is refused too
     rows = await runs_until(services.clock, "f:u1", lambda rs: finished(rs, "error", n=2))
     failed = [r for r in rows if r.status == "error"]
     assert all(r.detail.startswith("not run: ") and "quota" in r.detail for r in failed)  # every refusal logged

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ania.cli import _parser
+from ania.cli import build_parser
 from ania.fakes.openai_server import Calls, Reply, load_script
 from core.settings import load_settings, registry
 from services.hooks.config import parse_hooks
@@ -80,7 +80,7 @@ def test_every_readme_command_runs_as_written():
     assert {"make demo", "make chat", "make test", ".venv/bin/ania sessions list"} <= set(cmds), cmds
     makefile = (ROOT / "Makefile").read_text()
     targets = set(re.findall(r"^([a-z-]+):", makefile, re.M))
-    parser = _parser()
+    parser = build_parser()
     for cmd in cmds:
         words = shlex.split(cmd)
         if words[0] == "make":

@@ -252,7 +252,7 @@ async def test_only_calls_that_may_pause_store_gate_checkpoints(scripted_llm, ma
 async def test_admin_prompt_falls_back_to_the_session_when_the_private_chat_fails(scripted_llm, make_chat):
     chat = await make_chat(make_settings(scripted_llm, bot={"admins": ["admin", "admin2"]}))
     chat.engine.services.shared_tools.add([FakeConfigSet()])
-    delivered = chat._outbox
+    delivered = chat.outbox
 
     async def no_private_chats(session_key: str, text: str) -> bool:
         return False if session_key.startswith("f:admin") else await delivered(session_key, text)

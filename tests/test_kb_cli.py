@@ -7,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from core.settings import Settings
 from services.knowledge import KnowledgeService
 
+# Several `ania kb` processes in a row, each importing Chroma: on parallel workers this outlasts the default 60 s.
+pytestmark = pytest.mark.timeout(180)
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -89,7 +89,7 @@ async def test_a_document_added_while_the_embedder_fails_is_still_found(hybrid, 
 
 async def test_the_embedder_is_asked_again_after_the_back_off(hybrid, scripted_llm, caplog):
     svc = hybrid()
-    svc.embedder._retry_after = 0.0
+    svc.embedder.retry_after_sec = 0.0
     await fill(svc)
     scripted_llm.script_embeddings([Fail(500)])
     with caplog.at_level(logging.WARNING, logger="services.knowledge"):

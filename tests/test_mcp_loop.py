@@ -13,7 +13,8 @@ from ania.fakes.openai_server import Calls, Reply
 from tests.conftest import make_settings
 from tests.mcp_servers.harness import HTTPServer, write_config
 
-pytestmark = pytest.mark.timeout(30)
+# The module's MCP servers start once: under xdist its tests stay on one worker.
+pytestmark = [pytest.mark.timeout(30), pytest.mark.xdist_group("test_mcp_loop")]
 
 DEMO = ["add", "big", "crash", "echo", "env_var", "fail", "paint", "pid", "slow"]
 

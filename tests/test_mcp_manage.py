@@ -17,7 +17,8 @@ from tests.mcp_servers.harness import (
     write_config,
 )
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(30)]
+# The module's MCP servers start once: under xdist its tests stay on one worker.
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(30), pytest.mark.xdist_group("test_mcp_manage")]
 
 
 @pytest.fixture(scope="module")

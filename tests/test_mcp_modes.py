@@ -12,7 +12,8 @@ from core.registry import ToolCall
 from tests.mcp_servers.harness import HTTPServer, free_port, make_env, write_config
 from tools.mcp import engine_tools
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(30)]
+# The module's MCP servers start once: under xdist its tests stay on one worker.
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(30), pytest.mark.xdist_group("test_mcp_modes")]
 
 DEMO_TOOLS = ["add", "big", "crash", "echo", "env_var", "fail", "paint", "pid", "slow"]
 

@@ -37,7 +37,7 @@ async def test_reply_logged_as_lost_when_the_link_stays_down(bot, scripted_llm, 
     scripted_llm.script([Reply("nobody hears this", delay=0.3)])
     await b.fake.private_message(42, "hello")
     await b.fake.wait_for(lambda: scripted_llm.requests)
-    b.fake._server.close()  # gone for good: no redial succeeds
+    b.fake.stop_serving()  # gone for good: no redial succeeds
     await b.fake.drop()
     with caplog.at_level(logging.WARNING):
         await asyncio.wait_for(b.adapter.entry.drain(), 20)
@@ -86,7 +86,7 @@ async def test_forward_wrong_or_missing_access_token_is_refused_and_reported(bot
 async def test_reverse_wrong_or_missing_access_token_is_refused(bot, scripted_llm, theirs, status):
     fake = FakeOneBot(self_id=BOT)
     b = await bot(mode="reverse", fake=fake, wait=False, onebot={"access_token": "s3cret"})
-    fake._dialer.cancel()
+    fake.stop_dialing()
     fake.dial(f"ws://127.0.0.1:{b.adapter.port}/onebot/v11/ws", token=theirs)
     await fake.wait_for(lambda: fake.reverse_errors)
     assert fake.reverse_errors[0] == status and fake.connections == 0 and not b.adapter.conn.connected
@@ -96,7 +96,7 @@ async def test_reverse_wrong_or_missing_access_token_is_refused(bot, scripted_ll
 async def test_reverse_wrong_path_is_refused(bot):
     fake = FakeOneBot(self_id=BOT)
     b = await bot(mode="reverse", fake=fake, wait=False)
-    fake._dialer.cancel()
+    fake.stop_dialing()
     fake.dial(f"ws://127.0.0.1:{b.adapter.port}/somewhere/else")
     await fake.wait_for(lambda: fake.reverse_errors)
     assert fake.reverse_errors[0] == "404"
@@ -214,10 +214,10 @@ async def test_shutdown_stops_a_turn_that_outlives_the_grace_and_tells_its_chat(
 
 
 async def test_a_silent_link_is_closed_after_missed_heartbeats_and_redialled(bot):
-    b = await bot(fake=FakeOneBot(self_id=BOT, heartbeat_ms=200))
+    b = await bot(fake=FakeOneBot(self_id=BOT, heartbeat_ms=200), onebot={"heartbeat_floor_sec": 0.5})
     await asyncio.sleep(0.5)  # a few heartbeats arm the watchdog
     b.fake.silence()
-    await b.fake.wait_for(lambda: b.fake.connections == 2, timeout=30)  # closed by Ania after 5 s, redialled
+    await b.fake.wait_for(lambda: b.fake.connections == 2, timeout=30)  # closed by Ania after 0.6 s, redialled
     await b.fake.private_message(42, "back?")
     await b.fake.wait_for(lambda: b.fake.sent)
     assert b.fake.texts() == ["echo: back?"]

@@ -171,9 +171,9 @@ async def test_history_leaves_out_another_chats_items_and_makes_its_own_files_av
     b = await bot()
     b.fake.files["f-7"] = "http://127.0.0.1/files/f-7"
     # Before the bot started: 42 sent a file; and an item of group 777 the implementation files under 42.
-    b.fake._store("private", 42, "user42", [text("my file"), {"type": "file", "data": {"file": "a.zip",
+    b.fake.remember("private", 42, "user42", [text("my file"), {"type": "file", "data": {"file": "a.zip",
                                                                                        "file_id": "f-7"}}], peer=42)
-    b.fake._store("group", int(ADMIN), "admin", [text(SECRET)], group_id=777, peer=42)
+    b.fake.remember("group", int(ADMIN), "admin", [text(SECRET)], group_id=777, peer=42)
     scripted_llm.script([Calls([("get_private_file_url", {"file_id": "f-7"})]),
                          Calls([("get_msg_history", {"count": 10})]),
                          Calls([("get_private_file_url", {"file_id": "f-7"})]), Reply("done")])
@@ -211,4 +211,4 @@ async def test_only_private_chats_file_ids_are_remembered():
     out = Outbound(Connection(no_events, 1.0), OneBotSettings)
     out.note_files("f:42", [Segment("file", {"file": "keys.zip", "file_id": "f-1"})])
     out.note_files("g:555", [Segment("file", {"file": f"{n}.zip", "file_id": f"g-{n}"}) for n in range(SEEN_FILES)])
-    assert out._files.get("f-1") == "f:42" and "g-0" not in out._files
+    assert out.file_chat("f-1") == "f:42" and out.file_chat("g-0") is None

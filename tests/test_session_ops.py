@@ -258,12 +258,13 @@ async def test_the_session_commands_from_the_command_line(scripted_llm, make_cha
         bare = QueryLog(store, LogsSettings()).get(blank)
     finally:
         store.close()
-    assert "g:team" in logs_cli._query_line(row) and "1 calls  what time" in logs_cli._query_line(row)
-    full = logs_cli._query_full(row)
+    assert "g:team" in logs_cli.query_line(row) and "1 calls  what time" in logs_cli.query_line(row)
+    full = logs_cli.query_full(row)
     assert "time({}) → ok" in full and "replay:" not in full  # a new session: nothing to replay from
-    assert "(new session)" in full and logs_cli._query_line(bare) and logs_cli._query_full(bare)
+    assert "(new session)" in full and logs_cli.query_line(bare) and logs_cli.query_full(bare)
 
 
+@pytest.mark.timeout(180)  # several real `ania sessions` processes in a row: slow on a loaded machine
 async def test_a_reader_that_stops_early_ends_the_command_quietly(scripted_llm, make_chat, tmp_path):
     """`ania sessions export KEY | head` used to end in a BrokenPipeError traceback. The pipe's reading end is
     closed before the command writes, so every write fails; each command must exit 141 with nothing on stderr."""

@@ -23,7 +23,8 @@ from tests.studio_helpers import (
     studio_llm,  # noqa: F401  (the fixture `llm`)
 )
 
-pytestmark = pytest.mark.timeout(180)
+# One `langgraph dev` (the session fixture `studio`) serves these modules: under xdist they share one worker.
+pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("studio")]
 
 
 def test_studio_graph_is_served(studio: Studio) -> None:

@@ -17,7 +17,8 @@ from tests.studio_helpers import (
     studio_llm,  # noqa: F401  (the fixture `llm`)
 )
 
-pytestmark = pytest.mark.timeout(180)
+# One `langgraph dev` (the session fixture `studio`) serves these modules: under xdist they share one worker.
+pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("studio")]
 
 #: A simple request a web page may send without a preflight: `text/plain`, and the body is still JSON.
 SIMPLE = {"Content-Type": "text/plain"}

@@ -24,7 +24,7 @@ def client(monkeypatch) -> tuple[TestClient, list[str]]:
         return True
 
     monkeypatch.setattr(studio_threads, "sync_values", sync_values)
-    app = Starlette(routes=[Route("/ania/threads/sync", studio_http._sync, methods=["POST"])])  # the route alone
+    app = Starlette(routes=[Route("/ania/threads/sync", studio_http.sync_route, methods=["POST"])])  # the route alone
     return TestClient(app), synced
 
 

@@ -24,7 +24,8 @@ from tests.studio_helpers import (
     studio_llm,  # noqa: F401  (the fixture `llm`)
 )
 
-pytestmark = pytest.mark.timeout(180)
+# One `langgraph dev` (the session fixture `studio`) serves these modules: under xdist they share one worker.
+pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("studio")]
 
 
 def test_a_bot_session_opens_in_studio_and_the_original_stays(studio: Studio, llm: ScriptedOpenAI, monkeypatch,

@@ -211,8 +211,9 @@ async def test_a_process_killed_during_a_team_run_settles_and_no_member_reruns(s
     assert len(requests_of(scripted_llm, "ROLE-")) == 3  # no member ran again
 
 
-def test_a_person_in_ania_chat_saves_and_runs_a_team_and_can_open_a_member_run(scripted_llm, tmp_path):
-    from tests.terminal_helpers import ania, env_for
+def test_a_person_in_ania_chat_saves_and_runs_a_team_and_can_open_a_member_run(scripted_llm, tmp_path, monkeypatch,
+                                                                              capsys):
+    from tests.terminal_helpers import ania, ania_here, env_for
 
     scripted_llm.respond_with(Router()
         .on("save a team", Calls([("team_save", {"name": "duo", "purpose": "Two views.", "members": TRIO[:2]})]),
@@ -224,10 +225,10 @@ def test_a_person_in_ania_chat_saves_and_runs_a_team_and_can_open_a_member_run(s
     done = ania("chat", env=env, stdin="save a team\nrun the team\n")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["saved duo", "both agree"]
-    listed = ania("sessions", "list", env=env).stdout.splitlines()
+    listed = ania_here(monkeypatch, capsys, "sessions", "list", env=env)[1].splitlines()
     threads = sorted(line.split("\t")[0] for line in listed)
     assert threads[0] == "f:local" and len(threads) == 4  # the chat, two members, the team run
     member = next(t for t in threads if re.fullmatch(r"f:local/sub/[0-9a-f]{12}-1", t))
     assert any(re.fullmatch(r"f:local/team/[0-9a-f]{12}", t) for t in threads)
-    shown = ania("sessions", "show", member, env=env).stdout.splitlines()
+    shown = ania_here(monkeypatch, capsys, "sessions", "show", member, env=env)[1].splitlines()
     assert shown[0].startswith("human: You are a subagent:") and shown[-1] == "ai: alice: safe"

@@ -15,10 +15,10 @@ import sys
 import pytest
 
 from ania.fakes.openai_server import Calls, Fail, Reply
-from tests.terminal_helpers import ROOT, ania, env_for
+from tests.terminal_helpers import ROOT, ania, ania_here, env_for
 
 
-def test_piped_chat_answers_and_an_approval_line(scripted_llm, tmp_path):
+def test_piped_chat_answers_and_an_approval_line(scripted_llm, tmp_path, monkeypatch, capsys):
     scripted_llm.script([Reply("hello human"), Calls([("time", {})]), Reply("it is time")])
     env = env_for(scripted_llm, tmp_path, ANIA_APPROVAL__TOOLS='["time"]')
     done = ania("chat", env=env, stdin="hi\nwhat time is it?\nallow\n")
@@ -28,9 +28,9 @@ def test_piped_chat_answers_and_an_approval_line(scripted_llm, tmp_path):
     assert lines[1].startswith('Tool "time" wants to run with {}')
     assert any(line.startswith('Allowed: "time" (') for line in lines) and lines[-1] == "it is time"
     assert "\x1b" not in done.stdout and "ran time" not in done.stdout, "no status line when stdout is not a TTY"
-    listed = ania("sessions", "list", env=env)
-    assert listed.stdout.startswith("f:local\t")
-    shown = ania("sessions", "show", "f:local", env=env).stdout.splitlines()
+    _, listed, _ = ania_here(monkeypatch, capsys, "sessions", "list", env=env)
+    assert listed.startswith("f:local\t")
+    shown = ania_here(monkeypatch, capsys, "sessions", "show", "f:local", env=env)[1].splitlines()
     assert shown[:2] == ["human: hi", "ai: hello human"] and shown[-1] == "ai: it is time"
 
 

@@ -56,7 +56,8 @@ class WebFake:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll: shutdown() waits for it (0.5 s by default, in every test's teardown).
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 
     def route(self, path: str) -> Route:
         if path in self.routes:

@@ -173,7 +173,8 @@ class BashTool(Tool[BashParams, RunContext]):
         self.whitelist = _compile("bash.whitelist", settings.whitelist)
         self.mode, self.sandbox_problem = sandbox_mode(settings.sandbox)
         self.limits, self.limits_problem = resource_limits(settings)
-        self._hide = bot_dirs(default_workdir.parent, *hide)
+        #: The bot's own dirs the sandbox hides (bwrap's tmpfs over them).
+        self.hidden = bot_dirs(default_workdir.parent, *hide)
         self.decide = functools.lru_cache(maxsize=CACHE_SIZE)(self._decide)
 
     @property
@@ -227,7 +228,7 @@ class BashTool(Tool[BashParams, RunContext]):
         sandbox = None
         if self.sandboxed:
             self.workdir.mkdir(parents=True, exist_ok=True)
-            sandbox = bwrap_args(self.workdir, network=self.settings.network, hide=self._hide,
+            sandbox = bwrap_args(self.workdir, network=self.settings.network, hide=self.hidden,
                                  disable_userns=probe()[1], tmp_mb=self.settings.max_memory_mb // 2)
         return await run_command(args.command, self.workdir, timeout, sandbox, self.limits)
 

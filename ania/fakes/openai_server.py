@@ -72,6 +72,25 @@ class Recorded:
         return [t["function"]["name"] for t in self.tools]
 
 
+class _PromptServer(uvicorn.Server):
+    """uvicorn's server, whose main loop waits for `stop` instead of checking `should_exit` every 0.1 s: a test
+    suite stops one of these per test (its date header is set once, at the start)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._woken = asyncio.Event()  # bound to the server's loop at its first wait
+
+    def wake(self) -> None:
+        """In the server's loop (call_soon_threadsafe): look at `should_exit` now."""
+        self._woken.set()
+
+    async def main_loop(self) -> None:
+        await self.on_tick(0)
+        while not self.should_exit:
+            await self._woken.wait()
+            self._woken.clear()
+
+
 class ScriptedOpenAI:
     """Start with `start()` (or as a context manager); `base_url` is what `llm.base_url` takes."""
 
@@ -88,7 +107,7 @@ class ScriptedOpenAI:
         self.embed_dim = 64
         self.embedding_inputs: list[list[str]] = []  # the `input` of every /v1/embeddings request
         self._embed_script: list[EmbedStep] = []
-        self._server: uvicorn.Server | None = None
+        self._server: _PromptServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
 
@@ -140,7 +159,7 @@ class ScriptedOpenAI:
             Route("/embeddings", self._embeddings, methods=["POST"]),
         ])
         config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
+        self._server = _PromptServer(config)
         ready = threading.Event()
 
         def run() -> None:
@@ -168,6 +187,9 @@ class ScriptedOpenAI:
                 loop.call_soon_threadsafe(stopping.set)
         if self._server is not None:
             self._server.should_exit = True
+            if loop is not None and not loop.is_closed():
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._server.wake)
         if self._thread is not None:
             self._thread.join(5)
 

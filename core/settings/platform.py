@@ -19,6 +19,9 @@ class OneBotSettings(BaseModel):
     )
     api_timeout_sec: float = Field(30.0, gt=0, le=600, description="Deadline of one OneBot API call")
     reconnect_max_sec: float = Field(30.0, ge=1, le=600, description="Longest wait between forward reconnects")
+    heartbeat_floor_sec: float = Field(
+        5.0, gt=0, le=600, description="A link silent for three heartbeat intervals is closed, never sooner than this"
+    )
     max_message_runes: int = Field(
         3000, ge=100, le=100_000, description="Longer replies are split on paragraph boundaries into several messages"
     )

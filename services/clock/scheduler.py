@@ -62,6 +62,14 @@ class Scheduler:
         except JobLookupError:
             pass  # a one-time job APScheduler already dropped after its fire, or a paused task
 
+    def bring_forward(self, task_id: int, at: datetime) -> bool:
+        """Move the job's next fire to `at` (APScheduler's own `modify_job`, which wakes the scheduler); its
+        trigger computes the fires after it. False when the task has no job (paused, done, never put)."""
+        if self._aps.get_job(str(task_id)) is None:
+            return False
+        self._aps.modify_job(str(task_id), next_run_time=at)
+        return True
+
     def next_fire(self, task_id: int) -> datetime | None:
         job = self._aps.get_job(str(task_id))
         return getattr(job, "next_run_time", None) if job is not None else None

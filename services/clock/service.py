@@ -150,6 +150,15 @@ class ClockService:
         await asyncio.gather(*(run.task for run in mine if run.task is not None), return_exceptions=True)
         return len(mine), len(live) - len(mine)
 
+    def bring_forward(self, task_id: int) -> bool:
+        """Advance time for one task: its next fire happens now, handed over by the scheduler like any fire (the
+        lateness, overlap and run-once rules apply; `/clock run` is the run outside the schedule), and its later
+        fires count from this one. False when the clock is not started or the task has no next fire. The seam
+        that lets a test see a fire, or the fire after it, without waiting out the interval in real time."""
+        if self._scheduler is None:
+            return False
+        return self._scheduler.bring_forward(task_id, datetime.now(self.tz))
+
     def background(self, run_id: str) -> BackgroundSubagents | None:
         live = self._by_run.get(run_id)
         return live.background if live is not None else None

@@ -85,6 +85,10 @@ class Approvals:
         self._pending: dict[str, Pending] = {}  # request id → the open question
         self._locks = KeyedLocks()
 
+    def held(self) -> int:
+        """Open questions and per-session locks kept: 0 when nobody waits (the bounded-state tests check it)."""
+        return len(self._pending) + len(self._locks)
+
     def may_answer(self, request: ApprovalRequest, user_id: str) -> str | None:
         """None when `user_id` may decide, else why not."""
         admin = self._admins.is_admin(user_id)

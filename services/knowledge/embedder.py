@@ -42,7 +42,8 @@ class Embedder:
     def __init__(self, settings: EmbeddingSettings, *, retry_after_sec: float = RETRY_AFTER_SEC,
                  retry: RetryPolicy = EMBEDDING) -> None:
         self._settings = settings
-        self._retry_after = retry_after_sec
+        #: Seconds without calls after a failure (searching by keywords meanwhile); a test may set 0.
+        self.retry_after_sec = retry_after_sec
         #: How a batch whose connection failed is tried again (a seam: tests give it a sleep that returns at once).
         self.retry = retry
         self._client: httpx.AsyncClient | None = None
@@ -85,11 +86,11 @@ class Embedder:
 
     def reject(self, reason: str) -> None:
         """The answer cannot be used (also when the store finds the vectors unfit): back off, log once."""
-        self._down_until = time.monotonic() + self._retry_after
+        self._down_until = time.monotonic() + self.retry_after_sec
         if not self._failing:
             self._failing = True
             log.warning("embedding service %s failed (%s); searching by keywords only, retrying in %g s",
-                        self._settings.base_url, reason, self._retry_after)
+                        self._settings.base_url, reason, self.retry_after_sec)
 
     async def _batch(self, texts: Sequence[str]) -> np.ndarray:
         headers = {"Authorization": f"Bearer {self._settings.api_key}"} if self._settings.api_key else {}

@@ -48,6 +48,10 @@ class SessionLoads:
         #: Loads into throwaway executors (subagents, clock runs): never persisted, gone with the executor.
         self._scratch: weakref.WeakKeyDictionary[Any, dict[str, Handle]] = weakref.WeakKeyDictionary()
 
+    def cached(self) -> int:
+        """Sessions whose loads are held in memory: at most CACHED_SESSIONS (the others are read again)."""
+        return len(self._handles)
+
     def handles(self, session_key: str) -> dict[str, Handle]:
         """The session's loaded tools, read from the store the first time the session is seen."""
         got = self._handles.get(session_key)

@@ -47,7 +47,7 @@ def is_chat_session(session_key: str) -> bool:
 class OneBotAdapter:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.conn = Connection(self.on_event, self.settings.api_timeout_sec)
+        self.conn = Connection(self.on_event, self.settings.api_timeout_sec, self.settings.heartbeat_floor_sec)
         self.out = Outbound(self.conn, lambda: self.settings)
         self.entry = MessageEntry(engine, self.bridge_for)
         self._order = KeyedLocks()

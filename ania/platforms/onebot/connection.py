@@ -14,7 +14,8 @@ address other machines reach without a token, and warns on loopback.
 API calls carry an `echo` and are matched to their response; a call waits for a link while there is
 none, and gives up after `onebot.api_timeout_sec` with `OneBotError`. Events are handed to the
 handler as tasks, so a slow handler never stalls the reading of API responses. Heartbeat meta events
-arm a watchdog: a link that stays silent for three intervals is closed (and redialled).
+arm a watchdog: a link that stays silent for three intervals, and at least `onebot.heartbeat_floor_sec`
+(5 s: a jittery fast heartbeat is no death), is closed (and redialled).
 
 Nothing the peer sends ends the reading loop: a frame that cannot be decoded or handled (any exception,
 e.g. the `RecursionError` of a deeply nested array) is logged and dropped. A link that fails anyway is
@@ -68,6 +69,8 @@ class Link:
         self._echo = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
         self._silence: float | None = None
+        #: The watchdog never closes a link silent for less (set by `Connection.serve_link`).
+        self.heartbeat_floor = 5.0
         self.self_id = ""
         self.closed = asyncio.Event()
 
@@ -137,7 +140,7 @@ class Link:
         if event.get("post_type") == "meta_event" and event.get("meta_event_type") == "heartbeat":
             interval = event.get("interval")
             if isinstance(interval, (int, float)) and interval > 0:
-                self._silence = max(5.0, SILENT_INTERVALS * interval / 1000)
+                self._silence = max(self.heartbeat_floor, SILENT_INTERVALS * interval / 1000)
 
     async def _handle(self, event: dict[str, Any]) -> None:
         try:
@@ -156,9 +159,10 @@ def _result(action: str, frame: dict[str, Any]) -> Any:
 class Connection:
     """The link in use, whichever direction it came from; `call` is what the adapter uses."""
 
-    def __init__(self, on_event: EventHandler, api_timeout: float) -> None:
+    def __init__(self, on_event: EventHandler, api_timeout: float, heartbeat_floor: float = 5.0) -> None:
         self.on_event = on_event
         self.api_timeout = api_timeout
+        self.heartbeat_floor = heartbeat_floor
         self._link: Link | None = None
         self._ready = asyncio.Event()
         self.self_id = ""
@@ -199,6 +203,7 @@ class Connection:
         return _result(action, frame)
 
     async def serve_link(self, link: Link) -> None:
+        link.heartbeat_floor = self.heartbeat_floor
         if link.api:
             self.use(link)
         try:

@@ -69,6 +69,11 @@ class Outbound:
         """`note_file_ids` for segments not read yet."""
         self.note_file_ids(session_key, read(segments).file_ids)
 
+    def file_chat(self, file_id: str) -> str | None:
+        """The private chat a (recent) message showed this file id in, or None: `file_url`'s check, public for
+        the tests of the bounded record."""
+        return self._files.get(file_id)
+
     async def _twice(self, action: str, params: dict[str, Any], what: str) -> Any:
         """Call, and once more on failure (`self.retry`); OneBotError after the last failure."""
         return await self.retry.call(
@@ -142,7 +147,7 @@ class Outbound:
 
     async def file_url(self, session_key: str, file_id: str) -> str:
         kind, params = target(session_key)
-        if kind == "private" and self._files.get(file_id) != session_key:
+        if kind == "private" and self.file_chat(file_id) != session_key:
             return NOT_HERE.format(file_id=file_id)  # the private action would find any chat's file
         action, query = (("get_group_file_url", {**params, "file_id": file_id}) if kind == "group"
                          else ("get_private_file_url", {"file_id": file_id}))
