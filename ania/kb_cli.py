@@ -11,11 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ania.compose import build_knowledge
 from core.errors import ToolError
 from core.settings import Paths, load_settings
 from services.knowledge import GLOBAL, KnowledgeService, check_scope
-from tools.knowledge import added_text, docs_text, hits_text, plural
+from tools.knowledge_text import added_text, docs_text, hits_text, plural
 
 #: Batches above this many bytes (or files) show a progress bar on a terminal.
 PROGRESS_BYTES = 256 * 1024
@@ -29,7 +28,7 @@ def _say(text: str, err: bool = False) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     paths = Paths.from_env(check=True)
-    knowledge = build_knowledge(paths, load_settings(paths.config_dir))
+    knowledge = KnowledgeService(load_settings(paths.config_dir), paths.data_dir)  # as compose builds it
     try:
         if args.action == "add":
             return await _add(knowledge, args)

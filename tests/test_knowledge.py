@@ -134,7 +134,7 @@ async def test_a_write_by_another_process_is_seen_through_the_scope_stamp(kb):
 
 
 async def test_results_are_cut_at_8000_runes_in_total(kb):
-    from tools.knowledge import RESULT_RUNES, hits_text
+    from tools.knowledge_text import RESULT_RUNES, hits_text
 
     svc = kb()
     for i in range(8):

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from core.tool import AnyTool, Tool
 from services.context import RunContext
-from tools.knowledge import hits_text, plural
+from tools.knowledge_text import hits_text, plural
 
 MEMORY_SAVE = (
     "Remember a lasting fact about this chat or its people for future conversations, also after a "
