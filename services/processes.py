@@ -7,12 +7,13 @@ environment for commands the model writes (bash).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import os
 import re
 import signal
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 
 #: Names that look like credentials (API_KEY, GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, DB_PASSWORD ...).
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|PRIVATE", re.IGNORECASE)
@@ -54,3 +55,17 @@ def kill_group(pid: int) -> None:
     so whatever it spawned goes too."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+async def spawn_group(start: Awaitable[asyncio.subprocess.Process]) -> asyncio.subprocess.Process:
+    """Start a child that runs in its own process group (`start`: a `create_subprocess_*` call with
+    `start_new_session=True`) so that a cancel (/stop) arriving while it starts cannot orphan it: the child
+    runs before `create_subprocess_*` returns (its pipes are still being connected), and a cancel there used
+    to leave it running with nobody holding its pid. The start finishes, the group is killed, the cancel goes on."""
+    spawning = asyncio.ensure_future(start)
+    try:
+        return await asyncio.shield(spawning)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            kill_group((await spawning).pid)
+        raise

@@ -16,7 +16,7 @@ import pytest
 from services.hooks import HookEvent
 from services.hooks.config import MAX_TIMEOUT_SEC, effective_timeout, parse_hooks
 from services.hooks.manager import HookManager
-from services.hooks.shell import PAYLOAD_KEYS
+from services.hooks.shell import PAYLOAD_KEYS, execute
 from services.hooks.types import HookOutcome
 
 pytestmark = pytest.mark.timeout(20)
@@ -244,3 +244,32 @@ def test_timeout_default_override_and_cap() -> None:
                                                     {"type": "command", "command": "b"}]}]}})
     table, warnings = parse_hooks(text, "hooks.json")
     assert [h.timeout for h in table["Stop"][0].hooks] == [60, 10] and warnings == []
+
+
+async def test_a_cancel_while_the_hook_starts_leaves_nothing_running(tmp_path: Path) -> None:
+    """/stop can land while asyncio still connects the new child's pipes: the child already runs, and it used to
+    be left running with nobody holding its pid (services/processes.py `spawn_group`)."""
+    token = f"31.{os.getpid()}{time.monotonic_ns() % 10**6}"  # a `sleep` no other test starts
+    task = asyncio.create_task(execute(f"sleep {token} & wait", b"", 10))
+    await asyncio.sleep(0)  # the task is inside create_subprocess_shell now
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    deadline = time.monotonic() + 5
+    while running_with(token) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert running_with(token) == []
+
+
+def running_with(token: str) -> list[int]:
+    """Live processes whose command line holds `token` (zombies left for their reaper do not count)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if token.encode() in cmdline and alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found

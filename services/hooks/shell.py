@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.hooks.types import BLOCKING_EVENTS, HookEvent, HookOutcome
-from services.processes import kill_group
+from services.processes import kill_group, spawn_group
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ async def execute(
 ) -> ShellResult:
     """Run `command` in its own session (process group) so a timeout can kill everything it spawned."""
     try:
-        proc = await asyncio.create_subprocess_shell(
+        proc = await spawn_group(asyncio.create_subprocess_shell(
             command,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
@@ -68,7 +68,7 @@ async def execute(
             cwd=cwd,
             env=dict(env) if env is not None else None,
             start_new_session=True,
-        )
+        ))
     except OSError as exc:
         return ShellResult(returncode=None, error=str(exc))
     try:

@@ -23,7 +23,7 @@ import signal
 from pathlib import Path
 
 from core.errors import ToolError
-from services.processes import kill_group, minimal_env
+from services.processes import kill_group, minimal_env, spawn_group
 from services.sandbox import limits as rlimits
 from services.sandbox.bwrap import sandbox_env
 from services.sandbox.cgroup import Group
@@ -144,9 +144,9 @@ async def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float, 
         argv = group.join_argv(argv)
     read_fd, write_fd = os.pipe()
     try:
-        proc = await asyncio.create_subprocess_exec(
+        proc = await spawn_group(asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=write_fd, stderr=asyncio.subprocess.STDOUT,
-            cwd=cwd, env=env, start_new_session=True)
+            cwd=cwd, env=env, start_new_session=True))
     except BaseException:
         os.close(read_fd)
         raise
