@@ -169,6 +169,7 @@ print(asyncio.run(run_command(sys.argv[4], ws, 60, sandbox, limits)))
 
 @NEEDS_PY
 @pytest.mark.skipif(os.getuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to act as nobody")
+@pytest.mark.xdist_group("nobody")  # RLIMIT_NPROC counts every process of the user: one at a time
 def test_as_a_normal_user_the_per_user_process_limit_binds(mode: str) -> None:  # noqa: F811
     """No cgroup for a normal user: RLIMIT_NPROC bounds the bomb (inside bwrap, counted per namespace)."""
     ws = Path(tempfile.mkdtemp(prefix="ania-nobody-"))
@@ -203,6 +204,7 @@ stop.set()
 
 
 @pytest.mark.skipif(os.getuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv to act as nobody")
+@pytest.mark.xdist_group("nobody")  # RLIMIT_NPROC counts every process of the user: one at a time
 def test_unsandboxed_the_process_limit_counts_from_what_the_user_already_runs() -> None:
     """RLIMIT_NPROC counts every task of the user: with 80 threads already running, a limit of 16 taken as it
     is would refuse the command's first fork."""

@@ -148,7 +148,9 @@ async def test_a_second_bot_on_the_same_data_directory_is_refused_and_the_first_
         assert b"Traceback" not in err
     with sqlite3.connect(tmp_path / "data" / "ania.db") as db:
         statuses = [row[0] for row in db.execute("SELECT status FROM clock_runs")]
-    assert "interrupted" not in statuses and "running" in statuses  # the first bot's run is left alone
+    # The first bot's run is left alone: still running, or (on a loaded machine, where the two refused starts
+    # outlast its 10 s) finished by the first bot itself; never marked interrupted by the second.
+    assert "interrupted" not in statuses and ("running" in statuses or "success" in statuses)
     await first.until(lambda lines: "tick" in lines)  # ... and it goes on firing
     assert await first.close() == 0
     again = await Terminal.start(env)  # once the first has stopped, a bot starts there again
