@@ -16,7 +16,8 @@ import sys, time
 from pathlib import Path
 from services.store import AppStore
 start = float(sys.argv[2])
-while time.time() < start:
+time.sleep(max(0.0, start - time.time() - 0.01))  # asleep until just before the start (spinning cost seconds of CPU)
+while time.time() < start:  # then together to the microsecond
     pass
 AppStore(Path(sys.argv[1]))
 print("ok")
@@ -44,7 +45,8 @@ import asyncio, sys, time
 from pathlib import Path
 from checkpoints.factory import open_checkpointer
 start = float(sys.argv[2])
-while time.time() < start:
+time.sleep(max(0.0, start - time.time() - 0.01))  # asleep until just before the start (spinning cost seconds of CPU)
+while time.time() < start:  # then together to the microsecond
     pass
 
 async def main():
