@@ -36,6 +36,9 @@ from ania.fakes.openai_server import Reply, ScriptedOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
+#: The marks of every module that uses the session fixture `studio`: one `langgraph dev` serves them all, so
+#: under xdist they share one worker; a Studio start is slow, hence the long timeout.
+STUDIO_MODULE = [pytest.mark.timeout(180), pytest.mark.xdist_group("studio")]
 OFFLINE_ENV = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false"}
 READY_SEC = 60
 #: Needs approval in these tests (a tool the other runs do not call, so one server serves all tests).

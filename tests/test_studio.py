@@ -10,21 +10,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
 from tests.studio_helpers import (
     APPROVAL_TOOL,
     OFFLINE_ENV,
     ROOT,
+    STUDIO_MODULE,
     TODO_ARGS,
     Studio,
     last,
     studio_llm,  # noqa: F401  (the fixture `llm`)
 )
 
-# One `langgraph dev` (the session fixture `studio`) serves these modules: under xdist they share one worker.
-pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("studio")]
+pytestmark = STUDIO_MODULE
 
 
 def test_studio_graph_is_served(studio: Studio) -> None:

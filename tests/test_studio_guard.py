@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from ania.fakes.openai_server import Reply, ScriptedOpenAI
 from tests.studio_helpers import (
     ROOT,
+    STUDIO_MODULE,
     Studio,
     last,
     studio_llm,  # noqa: F401  (the fixture `llm`)
 )
 
-# One `langgraph dev` (the session fixture `studio`) serves these modules: under xdist they share one worker.
-pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("studio")]
+pytestmark = STUDIO_MODULE
 
 #: A simple request a web page may send without a preflight: `text/plain`, and the body is still JSON.
 SIMPLE = {"Content-Type": "text/plain"}

@@ -12,20 +12,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from ania.fakes.openai_server import Reply, ScriptedOpenAI
 from tests.studio_helpers import (
     EARLY_SESSION,
     OLDER_SESSIONS,
+    STUDIO_MODULE,
     Studio,
     bot_turn,
     last,
     studio_llm,  # noqa: F401  (the fixture `llm`)
 )
 
-# One `langgraph dev` (the session fixture `studio`) serves these modules: under xdist they share one worker.
-pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("studio")]
+pytestmark = STUDIO_MODULE
 
 
 def test_a_bot_session_opens_in_studio_and_the_original_stays(studio: Studio, llm: ScriptedOpenAI, monkeypatch,

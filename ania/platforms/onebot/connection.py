@@ -51,6 +51,8 @@ MAX_FRAME = 32 * 1024 * 1024
 FIRST_DELAY = 1.0
 #: A link that sent nothing for this many heartbeat intervals is taken for dead.
 SILENT_INTERVALS = 3
+#: The watchdog never closes a link silent for less (`onebot.heartbeat_floor_sec`, whose default this is).
+HEARTBEAT_FLOOR_SEC = 5.0
 
 
 class OneBotError(Exception):
@@ -70,7 +72,7 @@ class Link:
         self._tasks: set[asyncio.Task[None]] = set()
         self._silence: float | None = None
         #: The watchdog never closes a link silent for less (set by `Connection.serve_link`).
-        self.heartbeat_floor = 5.0
+        self.heartbeat_floor = HEARTBEAT_FLOOR_SEC
         self.self_id = ""
         self.closed = asyncio.Event()
 
@@ -159,7 +161,8 @@ def _result(action: str, frame: dict[str, Any]) -> Any:
 class Connection:
     """The link in use, whichever direction it came from; `call` is what the adapter uses."""
 
-    def __init__(self, on_event: EventHandler, api_timeout: float, heartbeat_floor: float = 5.0) -> None:
+    def __init__(self, on_event: EventHandler, api_timeout: float,
+                 heartbeat_floor: float = HEARTBEAT_FLOOR_SEC) -> None:
         self.on_event = on_event
         self.api_timeout = api_timeout
         self.heartbeat_floor = heartbeat_floor
