@@ -201,7 +201,7 @@ async def test_only_private_chats_file_ids_are_remembered():
     """get_group_file_url names the group, so a busy group's files must not push a private chat's ids out of
     the bounded record (the private user's file would then be refused as not seen)."""
     from ania.platforms.onebot.connection import Connection
-    from ania.platforms.onebot.message import Segment
+    from ania.platforms.onebot.message import Segment, read
     from ania.platforms.onebot.outbound import SEEN_FILES, Outbound
     from core.settings import OneBotSettings
 
@@ -209,6 +209,7 @@ async def test_only_private_chats_file_ids_are_remembered():
         return None
 
     out = Outbound(Connection(no_events, 1.0), OneBotSettings)
-    out.note_files("f:42", [Segment("file", {"file": "keys.zip", "file_id": "f-1"})])
-    out.note_files("g:555", [Segment("file", {"file": f"{n}.zip", "file_id": f"g-{n}"}) for n in range(SEEN_FILES)])
+    out.note_file_ids("f:42", read([Segment("file", {"file": "keys.zip", "file_id": "f-1"})]).file_ids)
+    out.note_file_ids("g:555", read([Segment("file", {"file": f"{n}.zip", "file_id": f"g-{n}"})
+                                      for n in range(SEEN_FILES)]).file_ids)
     assert out.file_chat("f-1") == "f:42" and out.file_chat("g-0") is None

@@ -5,11 +5,9 @@ from __future__ import annotations
 from ania.platforms.onebot.events import allowed, parse_event, strip_prefix
 from ania.platforms.onebot.message import (
     Segment,
-    mentions,
     parse_cq,
     parse_message,
-    render,
-    reply_id,
+    read,
     split_text,
     to_cq,
 )
@@ -47,9 +45,10 @@ def test_render_for_the_model():
                           {"type": "at", "data": {"qq": "all"}}, {"type": "at", "data": {"qq": "7"}},
                           {"type": "reply", "data": {"id": "5"}}, {"type": "image", "data": {"file": "a"}},
                           {"type": "file", "data": {"file": "r.pdf", "file_id": "x1"}}, {"type": "poke", "data": {}}])
-    assert render(segs, "10000") == "hey @all@7[image][file r.pdf, file_id x1][poke]"
-    assert mentions(segs, "10000") and not mentions(segs, "8") and not mentions(segs, "")
-    assert reply_id(segs) == "5"
+    content = read(segs)
+    assert content.text("10000") == "hey @all@7[image][file r.pdf, file_id x1][poke]"
+    assert content.mentions("10000") and not content.mentions("8") and not content.mentions("")
+    assert content.reply_id == "5"
 
 
 def test_split_on_paragraphs_then_lines_then_spaces():

@@ -191,19 +191,6 @@ def parse_content(raw: Any) -> Content:
     return read(parse_message(raw))
 
 
-def render(segments: Iterable[Segment], self_id: str = "", names: Mapping[str, str] | None = None) -> str:
-    """The text the model reads (`Content.text`)."""
-    return read(segments).text(self_id, names)
-
-
-def reply_id(segments: Iterable[Segment]) -> str:
-    return read(segments).reply_id
-
-
-def mentions(segments: Iterable[Segment], self_id: str) -> bool:
-    return read(segments).mentions(self_id)
-
-
 def split_text(body: str, limit: int) -> list[str]:
     """Split a long reply into messages of at most `limit` runes, on paragraph boundaries when possible,
     then on line ends, then hard."""

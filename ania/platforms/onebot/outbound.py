@@ -19,7 +19,7 @@ from typing import Any
 
 from ania.platforms.onebot.connection import Connection, OneBotError
 from ania.platforms.onebot.events import chat_of, parse_event
-from ania.platforms.onebot.message import Segment, read, split_text, text
+from ania.platforms.onebot.message import Segment, split_text, text
 from core.settings import OneBotSettings
 from services.images import MAX_IMAGE_BYTES, FetchError, fetch_bytes
 from services.lru import LRU
@@ -64,10 +64,6 @@ class Outbound:
             return
         for file_id in file_ids:
             self._files.put(file_id, session_key)
-
-    def note_files(self, session_key: str, segments: Iterable[Segment]) -> None:
-        """`note_file_ids` for segments not read yet."""
-        self.note_file_ids(session_key, read(segments).file_ids)
 
     def file_chat(self, file_id: str) -> str | None:
         """The private chat a (recent) message showed this file id in, or None: `file_url`'s check, public for
