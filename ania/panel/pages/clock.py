@@ -16,8 +16,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import panel_context
-from ania.panel.editing import ACTOR, Refused, body, int_param, paged, refusals
-from ania.panel.ops import record_panel_op
+from ania.panel.editing import Refused, body, int_param, paged_list, refusals
+from ania.panel.oplog import ACTOR, record_panel_op
 from ania.panel.render import render
 from services.clock import ClockRun, TaskView, show
 from services.clock.service import ClockService
@@ -64,7 +64,7 @@ def _clock(request: Request) -> ClockService:
 
 
 async def page(request: Request) -> HTMLResponse:
-    return render(request, "clock.html", {"running": _clock(request).running})
+    return render(request, "clock.html", {"title_key": "clock.title", "running": _clock(request).running})
 
 
 @refusals
@@ -74,7 +74,7 @@ async def list_tasks(request: Request) -> Response:
     views = [task_dict(v) for v in clock.views(session)]
     task = request.query_params.get("task")
     runs = clock.log(session, int_param(task, "task") if task else None, RUNS_SHOWN)
-    return paged(request, views, runs=[run_dict(r, clock) for r in runs], running=clock.running)
+    return paged_list(request, views, runs=[run_dict(r, clock) for r in runs], running=clock.running)
 
 
 @refusals

@@ -16,7 +16,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import panel_context
-from ania.panel.editing import ACTOR, body, refusals
+from ania.panel.editing import body, refusals
+from ania.panel.oplog import ACTOR
 from ania.panel.render import render
 from services.configure.files import TAKES_EFFECT
 
@@ -28,7 +29,7 @@ class FileBody(BaseModel):
 
 
 async def page(request: Request) -> HTMLResponse:
-    return render(request, "commands.html", {})
+    return render(request, "commands.html", {"title_key": "commands.title"})
 
 
 def _endpoints(name: str) -> tuple[object, object]:

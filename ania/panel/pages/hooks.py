@@ -16,7 +16,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import panel_context
-from ania.panel.editing import ACTOR, Refused, body, refusals
+from ania.panel.editing import Refused, body, refusals
+from ania.panel.oplog import ACTOR
 from ania.panel.render import render
 from core.errors import ConfigError
 from services.hooks import EVENTS, HookEvent, HookManager
@@ -46,7 +47,7 @@ class TrialBody(BaseModel):
 
 
 async def page(request: Request) -> HTMLResponse:
-    return render(request, "hooks.html", {"events": EVENTS})
+    return render(request, "hooks.html", {"title_key": "hooks.title", "events": EVENTS})
 
 
 @refusals
@@ -67,9 +68,9 @@ async def save(request: Request) -> Response:
 @refusals
 async def trial(request: Request) -> Response:
     args = await body(request, TrialBody)
-    runner = panel_context(request).engine.services.hooks
-    if not isinstance(runner, HookManager):
-        raise Refused("this engine runs no hooks.json (its hook runner was given in code)", 409)
+    services = panel_context(request).engine.services
+    # The engine's own runner; one built as ania/compose.py builds it when the engine was given another.
+    runner = services.hooks if isinstance(services.hooks, HookManager) else HookManager(services.paths.config_dir)
     event = HookEvent(args.event, session_id=args.session_id, tool_name=args.tool_name, tool_input=args.tool_input,
                       tool_result=args.tool_result, prompt=args.prompt)
     try:

@@ -17,7 +17,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import panel_context
-from ania.panel.editing import ACTOR, Refused, body, paged, refusals
+from ania.panel.editing import Refused, body, paged_list, refusals
+from ania.panel.oplog import ACTOR
 from ania.panel.render import render
 from services.configure.files import references
 from services.mcp.control import ServerControl
@@ -54,12 +55,12 @@ def _control(request: Request) -> ServerControl:
 
 
 async def page(request: Request) -> HTMLResponse:
-    return render(request, "mcp.html", {})
+    return render(request, "mcp.html", {"title_key": "mcp.title"})
 
 
 @refusals
 async def list_servers(request: Request) -> Response:
-    return paged(request, _control(request).status())
+    return paged_list(request, _control(request).status())
 
 
 @refusals

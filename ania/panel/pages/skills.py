@@ -17,7 +17,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import panel_context
-from ania.panel.editing import ACTOR, Refused, paged, refusals
+from ania.panel.editing import Refused, paged_list, refusals
+from ania.panel.oplog import ACTOR
 from ania.panel.render import render
 from services.skills import Skill, SkillRegistry
 
@@ -30,13 +31,13 @@ def skill_dict(skill: Skill) -> dict[str, Any]:
 
 
 async def page(request: Request) -> HTMLResponse:
-    return render(request, "skills.html", {})
+    return render(request, "skills.html", {"title_key": "skills.title"})
 
 
 @refusals
 async def list_skills(request: Request) -> Response:
     current = panel_context(request).engine.services.skills.current
-    return paged(request, [skill_dict(s) for s in current.skills.values()], problems=list(current.problems))
+    return paged_list(request, [skill_dict(s) for s in current.skills.values()], problems=list(current.problems))
 
 
 async def _upload(upload: UploadFile, cap: int) -> bytes:

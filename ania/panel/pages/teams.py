@@ -17,8 +17,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import PanelContext, panel_context
-from ania.panel.editing import Refused, body, paged, refusals
-from ania.panel.ops import record_panel_op
+from ania.panel.editing import Refused, body, paged_list, refusals
+from ania.panel.oplog import record_panel_op
 from ania.panel.render import render
 from services.teams import GLOBAL, MAX_MEMBERS, Team, check_name, check_scope, make_team
 
@@ -54,7 +54,7 @@ async def _exists(ctx: PanelContext, scope: str, name: str) -> bool:
 
 
 async def page(request: Request) -> HTMLResponse:
-    return render(request, "teams.html", {"max_members": MAX_MEMBERS})
+    return render(request, "teams.html", {"title_key": "teams.title", "max_members": MAX_MEMBERS})
 
 
 @refusals
@@ -62,7 +62,7 @@ async def list_teams(request: Request) -> Response:
     teams = await asyncio.to_thread(panel_context(request).engine.services.teams.everywhere)
     scope = request.query_params.get("scope")
     rows: list[dict[str, Any]] = [t.to_dict() for t in teams if scope is None or t.scope == scope]
-    return paged(request, rows)
+    return paged_list(request, rows)
 
 
 @refusals

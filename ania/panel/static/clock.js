@@ -13,7 +13,7 @@
 
   function act(id, action) {
     return api("POST", "/api/clock/" + id + "/" + action).then(function () {
-      say(action === "run" ? L.started : L.done, false);
+      say(action === "run" ? L.started : L.done);
       return load();
     }).catch(failed);
   }
@@ -28,7 +28,7 @@
     }
     actions.appendChild(button(L["delete"], function () {
       if (!window.confirm(L.confirm_delete)) { return; }
-      api("DELETE", "/api/clock/" + task.id).then(function () { say(L.deleted, false); return load(); }).catch(failed);
+      api("DELETE", "/api/clock/" + task.id).then(function () { say(L.deleted); return load(); }).catch(failed);
     }, {"data-action": "delete", class: "danger"}));
     var state = task.broken ? L.broken + ": " + task.broken : (task.enabled ? L.active : L.paused);
     return el("tr", {"data-task": String(task.id)},
@@ -52,7 +52,7 @@
     if (v.name.value.trim()) { body.name = v.name.value.trim(); }
     if (v.timeout_sec.value) { body.timeout_sec = parseInt(v.timeout_sec.value, 10); }
     api("POST", "/api/clock", body).then(function (task) {
-      say(L.created + " #" + task.id, false);
+      say(L.created + " #" + task.id);
       f.reset();
       return load();
     }).catch(failed);

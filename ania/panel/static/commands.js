@@ -26,7 +26,7 @@
   function saver(textId, url, after) {
     return function () {
       api("PUT", url, {content: document.getElementById(textId).value}).then(function (data) {
-        say(data.message, false);
+        say(data.message);
         return after();
       }).catch(failed);
     };

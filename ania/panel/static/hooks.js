@@ -10,7 +10,7 @@
   }).catch(failed);
 
   document.getElementById("hooks-save").addEventListener("click", function () {
-    api("PUT", "/api/hooks", {content: text.value}).then(function (data) { say(data.message, false); }).catch(failed);
+    api("PUT", "/api/hooks", {content: text.value}).then(function (data) { say(data.message); }).catch(failed);
   });
 
   document.getElementById("hooks-trial").addEventListener("submit", function (ev) {
@@ -20,14 +20,14 @@
     if (v.tool_name.value.trim()) { body.tool_name = v.tool_name.value.trim(); }
     if (v.prompt.value) { body.prompt = v.prompt.value; }
     if (v.tool_input.value.trim()) {
-      try { body.tool_input = JSON.parse(v.tool_input.value); } catch (e) { say(L.bad_input, true); return; }
+      try { body.tool_input = JSON.parse(v.tool_input.value); } catch (e) { flash(L.bad_input, true); return; }
     }
     var out = document.getElementById("hooks-result");
     api("POST", "/api/hooks/try", body).then(function (r) {
       var verdict = r.blocked ? L.blocked : (r.ask ? L.ask : L.passed);
       var lines = [L.matched + ": " + r.matched, verdict + (r.reason ? ": " + r.reason : "")];
       out.textContent = lines.concat(r.context).join("\n");
-      say(verdict, false);
+      say(verdict);
     }).catch(function (err) { out.textContent = ""; failed(err); });
   });
 }());

@@ -11,8 +11,8 @@
   }
 
   function call(method, url) {
-    say(L.working, false);
-    return api(method, url).then(function (data) { say(data.message, false); return load(); })
+    say(L.working);
+    return api(method, url).then(function (data) { say(data.message); return load(); })
       .catch(function (err) { failed(err); return load(); });
   }
 
@@ -47,8 +47,8 @@
       body.url = v.url.value.trim();
       if (v.headers.value.trim()) { body.headers = pairs(v.headers.value); }
     }
-    say(L.working, false);
-    api("POST", "/api/mcp", body).then(function (data) { say(data.message, false); f.reset(); return load(); })
+    say(L.working);
+    api("POST", "/api/mcp", body).then(function (data) { say(data.message); f.reset(); return load(); })
       .catch(failed);
   });
 

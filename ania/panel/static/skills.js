@@ -21,7 +21,7 @@
       actions.appendChild(button(L.remove, function () {
         if (!window.confirm(L.confirm_remove)) { return; }
         api("DELETE", "/api/skills/" + encodeURIComponent(skill.name)).then(function (data) {
-          say(data.message, false);
+          say(data.message);
           return load();
         }).catch(failed);
       }, {"data-action": "remove", class: "danger"}));
@@ -33,7 +33,7 @@
 
   function install(form) {
     api("POST", "/api/skills", new FormData(form)).then(function (data) {
-      say(data.message, false);
+      say(data.message);
       form.reset();
       return load();
     }).catch(failed);
@@ -43,7 +43,7 @@
     document.getElementById(id).addEventListener("submit", function (ev) { ev.preventDefault(); install(ev.target); });
   });
   document.getElementById("skill-reload").addEventListener("click", function () {
-    api("POST", "/api/skills/reload").then(function () { say(L.reloaded, false); return load(); }).catch(failed);
+    api("POST", "/api/skills/reload").then(function () { say(L.reloaded); return load(); }).catch(failed);
   });
 
   load();

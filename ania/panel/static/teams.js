@@ -21,7 +21,7 @@
         button(L["delete"], function () {
           if (!window.confirm(L.confirm_delete)) { return; }
           api("DELETE", "/api/teams/" + encodeURIComponent(team.name) + q).then(function () {
-            say(L.deleted, false);
+            say(L.deleted);
             return load();
           }).catch(failed);
         }, {"data-action": "delete", class: "danger"})));
@@ -66,7 +66,7 @@
       body.name = v.name.value.trim();
       call = api("POST", "/api/teams", body);
     }
-    call.then(function (team) { say(L.saved + " " + team.name, false); reset(); return load(); }).catch(failed);
+    call.then(function (team) { say(L.saved + " " + team.name); reset(); return load(); }).catch(failed);
   });
 
   load();
