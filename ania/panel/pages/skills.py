@@ -23,6 +23,8 @@ from ania.panel.render import render
 from services.skills import Skill, SkillRegistry
 
 CHUNK = 1 << 16
+#: What a multipart body may carry besides the file itself (boundaries, headers, a source field).
+FORM_SLACK = 64 * 1024
 
 
 def skill_dict(skill: Skill) -> dict[str, Any]:
@@ -53,10 +55,14 @@ async def install(request: Request) -> Response:
     """multipart: `file` (a zip archive or a SKILL.md), or `source` (a URL or SKILL.md text, as skill_install)."""
     services = panel_context(request).engine.services
     installer = services.skill_installer
+    cap = int(services.settings.skills.max_download_mb * 2**20)
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap + FORM_SLACK:  # refused before it is spooled to disk
+        raise Refused(f"the upload is larger than {services.settings.skills.max_download_mb:g} MB "
+                      "(skills.max_download_mb)", 413)
     async with request.form(max_files=1, max_fields=4) as form:
         upload, source = form.get("file"), form.get("source")
         if isinstance(upload, UploadFile):
-            cap = int(services.settings.skills.max_download_mb * 2**20)
             data = await _upload(upload, cap)
             text = await installer.install_upload(data, upload.filename or "upload", actor=ACTOR)
         elif isinstance(source, str) and source.strip():
