@@ -52,7 +52,8 @@ def check_name(name: str, what: str = "team") -> str:
 def check_scope(scope: str) -> str:
     """GLOBAL or a session key (`g:<group>` / `f:<user>`), else a ToolError."""
     scope = scope.strip()
-    if scope != GLOBAL and not (scope.startswith(("g:", "f:")) and len(scope) > 2 and not any(c.isspace() for c in scope)):
+    chat = scope.startswith(("g:", "f:")) and len(scope) > 2 and not any(c.isspace() for c in scope)
+    if scope != GLOBAL and not chat:
         raise ToolError(BAD_SCOPE.format(scope=scope[:80]))
     return scope
 

@@ -16,7 +16,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import panel_context
-from ania.panel.editing import body, refusals
+from ania.panel.editing import Endpoint, body, refusals
 from ania.panel.oplog import ACTOR
 from ania.panel.render import render
 from services.configure.files import TAKES_EFFECT
@@ -32,7 +32,7 @@ async def page(request: Request) -> HTMLResponse:
     return render(request, "commands.html", {"title_key": "commands.title"})
 
 
-def _endpoints(name: str) -> tuple[object, object]:
+def _endpoints(name: str) -> tuple[Endpoint, Endpoint]:
     @refusals
     async def show(request: Request) -> Response:
         services = panel_context(request).engine.services
