@@ -5,7 +5,7 @@
   var L = labels("skills-labels");
 
   function load() {
-    return api("GET", "/api/skills?size=500").then(function (data) {
+    return api("GET", "/api/skills?size=200").then(function (data) {
       fillTable("skill-rows", data.items, row, L.none, 5);
       var list = document.getElementById("skill-problems");
       list.replaceChildren();

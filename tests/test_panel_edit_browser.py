@@ -1,0 +1,191 @@
+"""The editing pages in a real Chromium (Debian's, driven by Playwright; issue 24): log in with the link,
+walk the six pages, and run one full edit flow on each editable one: a team created and deleted, a skill
+uploaded and removed, a hook edited and saved (a broken one refused), a scheduled task created, paused and
+deleted, commands.json edited. The panel runs under uvicorn on 127.0.0.1 over a real engine."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from tests.panel_helpers import PanelHarness, open_panel
+from tests.skill_helpers import BRAND_VOICE
+
+playwright_api = pytest.importorskip("playwright.async_api")
+expect = playwright_api.expect  # waits in Python: the page's CSP allows no eval, so no wait_for_function
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120),
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium package is not installed"),
+              pytest.mark.xdist_group("panel_browser")]
+PAGES = {"/clock": ("Scheduled tasks", "定时任务"), "/teams": ("Teams", "团队"), "/skills": ("Skills", "技能"),
+         "/hooks": ("Hooks", "钩子"), "/mcp": ("MCP servers", "MCP 服务器"), "/commands": ("Commands and persona", "命令与人设")}
+
+
+@contextlib.asynccontextmanager
+async def served(p: PanelHarness) -> AsyncIterator[str]:
+    """The panel's app under uvicorn on a free loopback port, in this event loop."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(p.app, log_level="warning", lifespan="off", access_log=False))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+@contextlib.asynccontextmanager
+async def browser_page(base: str, token: str, locale: str = "en-US") -> AsyncIterator[tuple[object, list[str]]]:
+    """A logged-in page (the login link sets the session cookie); script errors are collected."""
+    async with playwright_api.async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        context = await browser.new_context(locale=locale)
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+        # A refused request (a 400 the test provokes) is logged by Chromium as "Failed to load resource": not a bug.
+        page.on("console", lambda m: errors.append(f"console: {m.text}")
+                if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
+        page.on("dialog", lambda d: asyncio.ensure_future(d.accept()))
+        await page.goto(f"{base}/login?token={token}")
+        try:
+            yield page, errors
+        finally:
+            await browser.close()
+
+
+async def test_walk_the_editing_pages_in_both_languages(tmp_path, scripted_llm):
+    async with open_panel(tmp_path, scripted_llm) as p, served(p) as base:
+        for locale, index in (("en-US", 0), ("zh-CN", 1)):
+            async with browser_page(base, p.token, locale) as (page, errors):
+                for path, titles in PAGES.items():
+                    await page.goto(base + path)
+                    await page.wait_for_load_state("networkidle")
+                    assert (await page.locator("main h1").inner_text()).strip() == titles[index], path
+                    assert await page.locator(f'nav a[href="{path}"]').get_attribute("aria-current") == "page"
+                    assert await page.locator("#flash.bad").count() == 0, (path, await page.inner_text("#flash"))
+                assert errors == []
+
+
+async def test_create_a_team_and_delete_it(tmp_path, scripted_llm):
+    async with open_panel(tmp_path, scripted_llm) as p, served(p) as base, \
+            browser_page(base, p.token) as (page, errors):
+        await page.goto(base + "/teams")
+        await page.fill("#team-form [name=name]", "reviewers")
+        await page.fill("#team-form [name=purpose]", "Review a plan from two sides.")
+        await page.fill("#team-form [name=members]", "critic: List the risks.\nfan: List the gains.")
+        await page.click("#team-save")
+        row = page.locator('tr[data-team="reviewers"]')
+        await row.wait_for()
+        assert "critic, fan" in await row.inner_text()
+        assert [m.name for m in p.ctx.services.teams.find("g:1", "reviewers").members] == ["critic", "fan"]
+        await page.fill("#team-form [name=name]", "bad name!")
+        await page.fill("#team-form [name=purpose]", "x")
+        await page.fill("#team-form [name=members]", "a: b")
+        await page.click("#team-save")
+        await page.locator("#flash.bad").wait_for()
+        assert 'invalid team name "bad name!"' in await page.inner_text("#flash")
+        await row.locator('[data-action="delete"]').click()
+        await row.wait_for(state="detached")
+        assert p.ctx.services.teams.everywhere() == []
+        assert [o["actor"] for o in p.ops("team_save") + p.ops("team_delete")] == ["panel", "panel"]
+        assert errors == []
+
+
+async def test_upload_a_skill_and_remove_it(tmp_path, scripted_llm):
+    async with open_panel(tmp_path, scripted_llm) as p, served(p) as base, \
+            browser_page(base, p.token) as (page, errors):
+        await page.goto(base + "/skills")
+        await page.set_input_files("#skill-upload [name=file]", files=[
+            {"name": "SKILL.md", "mimeType": "text/markdown", "buffer": BRAND_VOICE.encode()}])
+        await page.click("#skill-upload button[type=submit]")
+        row = page.locator('tr[data-skill="brand-voice"]')
+        await row.wait_for()
+        assert 'Installed skill "brand-voice"' in await page.inner_text("#flash")
+        assert (tmp_path / "data" / "skills" / "brand-voice" / "SKILL.md").is_file()
+        await row.locator('[data-action="remove"]').click()
+        await row.wait_for(state="detached")
+        assert not (tmp_path / "data" / "skills" / "brand-voice").exists()
+        assert [(o["actor"], o["detail"]["action"]) for o in p.ops("skill_manage")] == [
+            ("panel", "install"), ("panel", "remove")]
+        assert errors == []
+
+
+async def test_edit_a_hook_try_it_and_save_it(tmp_path, scripted_llm):
+    hooks = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo remember the rules"}]}]}}
+    async with open_panel(tmp_path, scripted_llm) as p, served(p) as base, \
+            browser_page(base, p.token) as (page, errors):
+        await page.goto(base + "/hooks")
+        await expect(page.locator("#hooks-text")).to_have_value(re.compile("hooks"))
+        await page.fill("#hooks-text", '{"hooks": {"PreToolUse": "oops"}}')
+        await page.click("#hooks-save")
+        await page.locator("#flash.bad").wait_for()
+        assert "must be a list" in await page.inner_text("#flash")
+        assert not (tmp_path / "config" / "hooks.json").exists()
+        await page.fill("#hooks-text", json.dumps(hooks, indent=2))
+        await page.select_option("#hooks-trial [name=event]", "UserPromptSubmit")
+        await page.fill("#hooks-trial [name=prompt]", "hello")
+        await page.click("#hooks-trial button[type=submit]")
+        await expect(page.locator("#hooks-result")).to_contain_text("remember the rules")
+        assert "1" in await page.inner_text("#hooks-result")
+        await page.click("#hooks-save")
+        await expect(page.locator("#flash")).to_contain_text("Saved config/hooks.json")
+        assert json.loads((tmp_path / "config" / "hooks.json").read_text()) == hooks
+        assert [o["actor"] for o in p.ops("config_file_set")] == ["panel"]
+        assert errors == []
+
+
+async def test_create_a_scheduled_task_pause_it_and_delete_it(tmp_path, scripted_llm):
+    async with open_panel(tmp_path, scripted_llm) as p, served(p) as base, \
+            browser_page(base, p.token) as (page, errors):
+        await page.goto(base + "/clock")
+        await page.fill("#clock-form [name=session]", "g:42")
+        await page.fill("#clock-form [name=schedule]", "every tuesday-ish")
+        await page.fill("#clock-form [name=prompt]", "Remind the club of practice.")
+        await page.click("#clock-form button[type=submit]")
+        await page.locator("#flash.bad").wait_for()
+        assert p.ctx.services.clock.views() == []
+        await page.fill("#clock-form [name=schedule]", "0 9 * * 2")
+        await page.fill("#clock-form [name=name]", "practice")
+        await page.click("#clock-form button[type=submit]")
+        row = page.locator("tr[data-task]")
+        await row.wait_for()
+        assert "practice" in await row.inner_text()
+        await row.locator('[data-action="pause"]').click()
+        await row.locator('[data-action="resume"]').wait_for()
+        assert "paused" in await row.locator(".state").inner_text()
+        assert p.ctx.services.clock.views()[0].task.enabled is False
+        await row.locator('[data-action="delete"]').click()
+        await page.locator("#clock-tasks td.empty").wait_for()
+        assert p.ctx.services.clock.views() == []
+        assert [o["kind"] for o in p.ops() if o["actor"] == "panel"] == ["clock_create", "clock_pause", "clock_delete"]
+        assert errors == []
+
+
+async def test_edit_commands_json(tmp_path, scripted_llm):
+    commands = {"commands": {"tr": {"prompt": "Translate into English: $args", "description": "Translate a text"}}}
+    async with open_panel(tmp_path, scripted_llm) as p, served(p) as base, \
+            browser_page(base, p.token) as (page, errors):
+        await page.goto(base + "/commands")
+        await expect(page.locator("#commands-text")).to_have_value(re.compile("commands"))
+        await page.fill("#commands-text", json.dumps(commands, indent=2))
+        await page.click("#commands-save")
+        await page.locator("#command-list li", has_text="/tr: Translate a text").wait_for()
+        assert json.loads((tmp_path / "config" / "commands.json").read_text()) == commands
+        await page.fill("#commands-text", '{"commands": {"help": "x"}}')
+        await page.click("#commands-save")
+        await page.locator("#flash.bad").wait_for()
+        assert "built-in" in await page.inner_text("#flash")
+        assert json.loads((tmp_path / "config" / "commands.json").read_text()) == commands
+        assert errors == []
