@@ -65,6 +65,22 @@ async def browser_page(base: str, token: str, locale: str = "en-US") -> AsyncIte
             await browser.close()
 
 
+@contextlib.asynccontextmanager
+async def on_page(tmp_path: Path, llm: object, path: str) -> AsyncIterator[tuple[PanelHarness, object, list[str]]]:
+    """A panel over a real engine, served, and a logged-in page on `path`."""
+    async with open_panel(tmp_path, llm) as p, served(p) as base, browser_page(base, p.token) as (page, errors):
+        await page.goto(base + path)
+        yield p, page, errors
+
+
+async def fill(page: object, form: str, submit: str = "", **fields: str) -> None:
+    """Fill the named fields of `form` and (with `submit`, a selector) press its button."""
+    for name, value in fields.items():
+        await page.fill(f"{form} [name={name}]", value)
+    if submit:
+        await page.click(submit)
+
+
 async def test_walk_the_editing_pages_in_both_languages(tmp_path, scripted_llm):
     async with open_panel(tmp_path, scripted_llm) as p, served(p) as base:
         for locale, index in (("en-US", 0), ("zh-CN", 1)):
@@ -79,21 +95,14 @@ async def test_walk_the_editing_pages_in_both_languages(tmp_path, scripted_llm):
 
 
 async def test_create_a_team_and_delete_it(tmp_path, scripted_llm):
-    async with open_panel(tmp_path, scripted_llm) as p, served(p) as base, \
-            browser_page(base, p.token) as (page, errors):
-        await page.goto(base + "/teams")
-        await page.fill("#team-form [name=name]", "reviewers")
-        await page.fill("#team-form [name=purpose]", "Review a plan from two sides.")
-        await page.fill("#team-form [name=members]", "critic: List the risks.\nfan: List the gains.")
-        await page.click("#team-save")
+    async with on_page(tmp_path, scripted_llm, "/teams") as (p, page, errors):
+        await fill(page, "#team-form", "#team-save", name="reviewers", purpose="Review a plan from two sides.",
+                   members="critic: List the risks.\nfan: List the gains.")
         row = page.locator('tr[data-team="reviewers"]')
         await row.wait_for()
         assert "critic, fan" in await row.inner_text()
         assert [m.name for m in p.ctx.services.teams.find("g:1", "reviewers").members] == ["critic", "fan"]
-        await page.fill("#team-form [name=name]", "bad name!")
-        await page.fill("#team-form [name=purpose]", "x")
-        await page.fill("#team-form [name=members]", "a: b")
-        await page.click("#team-save")
+        await fill(page, "#team-form", "#team-save", name="bad name!", purpose="x", members="a: b")
         await page.locator("#flash.bad").wait_for()
         assert 'invalid team name "bad name!"' in await page.inner_text("#flash")
         await row.locator('[data-action="delete"]').click()
@@ -104,9 +113,7 @@ async def test_create_a_team_and_delete_it(tmp_path, scripted_llm):
 
 
 async def test_upload_a_skill_and_remove_it(tmp_path, scripted_llm):
-    async with open_panel(tmp_path, scripted_llm) as p, served(p) as base, \
-            browser_page(base, p.token) as (page, errors):
-        await page.goto(base + "/skills")
+    async with on_page(tmp_path, scripted_llm, "/skills") as (p, page, errors):
         await page.set_input_files("#skill-upload [name=file]", files=[
             {"name": "SKILL.md", "mimeType": "text/markdown", "buffer": BRAND_VOICE.encode()}])
         await page.click("#skill-upload button[type=submit]")
@@ -124,9 +131,7 @@ async def test_upload_a_skill_and_remove_it(tmp_path, scripted_llm):
 
 async def test_edit_a_hook_try_it_and_save_it(tmp_path, scripted_llm):
     hooks = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo remember the rules"}]}]}}
-    async with open_panel(tmp_path, scripted_llm) as p, served(p) as base, \
-            browser_page(base, p.token) as (page, errors):
-        await page.goto(base + "/hooks")
+    async with on_page(tmp_path, scripted_llm, "/hooks") as (p, page, errors):
         await expect(page.locator("#hooks-text")).to_have_value(re.compile("hooks"))
         await page.fill("#hooks-text", '{"hooks": {"PreToolUse": "oops"}}')
         await page.click("#hooks-save")
@@ -135,8 +140,7 @@ async def test_edit_a_hook_try_it_and_save_it(tmp_path, scripted_llm):
         assert not (tmp_path / "config" / "hooks.json").exists()
         await page.fill("#hooks-text", json.dumps(hooks, indent=2))
         await page.select_option("#hooks-trial [name=event]", "UserPromptSubmit")
-        await page.fill("#hooks-trial [name=prompt]", "hello")
-        await page.click("#hooks-trial button[type=submit]")
+        await fill(page, "#hooks-trial", "#hooks-trial button[type=submit]", prompt="hello")
         await expect(page.locator("#hooks-result")).to_contain_text("remember the rules")
         assert "1" in await page.inner_text("#hooks-result")
         await page.click("#hooks-save")
@@ -147,18 +151,13 @@ async def test_edit_a_hook_try_it_and_save_it(tmp_path, scripted_llm):
 
 
 async def test_create_a_scheduled_task_pause_it_and_delete_it(tmp_path, scripted_llm):
-    async with open_panel(tmp_path, scripted_llm) as p, served(p) as base, \
-            browser_page(base, p.token) as (page, errors):
-        await page.goto(base + "/clock")
-        await page.fill("#clock-form [name=session]", "g:42")
-        await page.fill("#clock-form [name=schedule]", "every tuesday-ish")
-        await page.fill("#clock-form [name=prompt]", "Remind the club of practice.")
-        await page.click("#clock-form button[type=submit]")
+    async with on_page(tmp_path, scripted_llm, "/clock") as (p, page, errors):
+        submit = "#clock-form button[type=submit]"
+        await fill(page, "#clock-form", submit, session="g:42", schedule="every tuesday-ish",
+                   prompt="Remind the club of practice.")
         await page.locator("#flash.bad").wait_for()
         assert p.ctx.services.clock.views() == []
-        await page.fill("#clock-form [name=schedule]", "0 9 * * 2")
-        await page.fill("#clock-form [name=name]", "practice")
-        await page.click("#clock-form button[type=submit]")
+        await fill(page, "#clock-form", submit, schedule="0 9 * * 2", name="practice")
         row = page.locator("tr[data-task]")
         await row.wait_for()
         assert "practice" in await row.inner_text()
@@ -175,9 +174,7 @@ async def test_create_a_scheduled_task_pause_it_and_delete_it(tmp_path, scripted
 
 async def test_edit_commands_json(tmp_path, scripted_llm):
     commands = {"commands": {"tr": {"prompt": "Translate into English: $args", "description": "Translate a text"}}}
-    async with open_panel(tmp_path, scripted_llm) as p, served(p) as base, \
-            browser_page(base, p.token) as (page, errors):
-        await page.goto(base + "/commands")
+    async with on_page(tmp_path, scripted_llm, "/commands") as (p, page, errors):
         await expect(page.locator("#commands-text")).to_have_value(re.compile("commands"))
         await page.fill("#commands-text", json.dumps(commands, indent=2))
         await page.click("#commands-save")
@@ -188,4 +185,5 @@ async def test_edit_commands_json(tmp_path, scripted_llm):
         await page.locator("#flash.bad").wait_for()
         assert "built-in" in await page.inner_text("#flash")
         assert json.loads((tmp_path / "config" / "commands.json").read_text()) == commands
+        assert [o["actor"] for o in p.ops("config_file_set")] == ["panel"]
         assert errors == []

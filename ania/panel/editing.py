@@ -13,10 +13,12 @@ import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ania.panel.context import panel_context
+from ania.panel.oplog import ACTOR
 from ania.panel.render import api_error, json_body, page_args, paged
 from core.errors import ConfigError, ToolError
 
@@ -71,3 +73,26 @@ def int_param(value: str, what: str) -> int:
         return int(value)
     except ValueError:
         raise Refused(f"{what} must be a whole number, not {value[:40]!r}") from None
+
+
+class FileBody(BaseModel):
+    """A whole config file, as the page's editor holds it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+
+
+def file_answer(request: Request, name: str, **extra: Any) -> JSONResponse:
+    """A config file (hooks.json, commands.json, prompt.json) as saved, for its editor; "" when not there yet."""
+    text = panel_context(request).services.config.raw_file(name)
+    return JSONResponse({"content": text or "", "exists": text is not None, **extra})
+
+
+async def save_file(request: Request, name: str) -> JSONResponse:
+    """Save a whole config file through the config editor: validated by the code that reads it (refused and the
+    old one kept when it does not validate), written atomically, an operation-log row with the actor `panel`."""
+    args = await body(request, FileBody)
+    config = panel_context(request).services.config
+    return JSONResponse({"message": await config.write_file(name, args.content, session="", actor=ACTOR,
+                                                            approved_by="")})

@@ -10,22 +10,16 @@ within 5 s; the prompt at the next /reboot (it is read once: the system prompt s
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import panel_context
-from ania.panel.editing import Endpoint, body, refusals
-from ania.panel.oplog import ACTOR
+from ania.panel.editing import Endpoint, file_answer, refusals, save_file
 from ania.panel.render import render
 from services.configure.files import TAKES_EFFECT
-
-
-class FileBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    content: str
 
 
 async def page(request: Request) -> HTMLResponse:
@@ -35,23 +29,18 @@ async def page(request: Request) -> HTMLResponse:
 def _endpoints(name: str) -> tuple[Endpoint, Endpoint]:
     @refusals
     async def show(request: Request) -> Response:
-        services = panel_context(request).engine.services
-        text = services.config.raw_file(name)
-        extra = {}
+        services = panel_context(request).services
+        extra: dict[str, Any]
         if name == "commands_json":
             extra = {"commands": [c.line() for c in (await services.commands.commands()).values()],
                      "problem": services.commands.problem}
         else:
             extra = {"running_source": services.persona.source, "problem": services.persona.problem}
-        return JSONResponse({"content": text or "", "exists": text is not None, "takes_effect": TAKES_EFFECT[name],
-                             **extra})
+        return file_answer(request, name, takes_effect=TAKES_EFFECT[name], **extra)
 
     @refusals
     async def save(request: Request) -> Response:
-        args = await body(request, FileBody)
-        config = panel_context(request).engine.services.config
-        text = await config.write_file(name, args.content, session="", actor=ACTOR, approved_by="")
-        return JSONResponse({"message": text})
+        return await save_file(request, name)
 
     return show, save
 

@@ -16,20 +16,13 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import panel_context
-from ania.panel.editing import Refused, body, refusals
-from ania.panel.oplog import ACTOR
+from ania.panel.editing import Refused, body, file_answer, refusals, save_file
 from ania.panel.render import render
 from core.errors import ConfigError
 from services.hooks import EVENTS, HookEvent, HookManager
 from services.hooks.types import HookEventName
 
 FILE = "hooks_json"
-
-
-class HooksBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    content: str
 
 
 class TrialBody(BaseModel):
@@ -52,17 +45,12 @@ async def page(request: Request) -> HTMLResponse:
 
 @refusals
 async def show(request: Request) -> Response:
-    config = panel_context(request).engine.services.config
-    text = config.raw_file(FILE)
-    return JSONResponse({"content": text or "", "exists": text is not None, "events": list(EVENTS)})
+    return file_answer(request, FILE, events=list(EVENTS))
 
 
 @refusals
 async def save(request: Request) -> Response:
-    args = await body(request, HooksBody)
-    config = panel_context(request).engine.services.config
-    text = await config.write_file(FILE, args.content, session="", actor=ACTOR, approved_by="")
-    return JSONResponse({"message": text})
+    return await save_file(request, FILE)
 
 
 @refusals
