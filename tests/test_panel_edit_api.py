@@ -141,6 +141,10 @@ async def test_teams_create_edit_delete_and_the_op_log(tmp_path, scripted_llm):
         listing = (await p.client.get("/api/teams")).json()
         assert [(t["name"], t["scope"]) for t in listing["items"]] == [("评审组", "global"), ("评审组", "g:5")]
         assert [t["scope"] for t in (await p.client.get("/api/teams?scope=g:5")).json()["items"]] == ["g:5"]
+        second = (await p.client.get("/api/teams?size=1&page=2")).json()
+        assert (second["total"], second["page"], second["size"], [t["scope"] for t in second["items"]]) == (
+            2, 2, 1, ["g:5"])
+        assert (await p.client.get("/api/teams?size=1000")).status_code == 400
         edited = {"purpose": "Review a plan.", "scope": "g:5", "members": [{"name": "critic", "role": "Be harsh."}]}
         r = await p.client.put("/api/teams/评审组", json=edited)
         assert r.status_code == 200 and [m["role"] for m in r.json()["members"]] == ["Be harsh."]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from services.teams import make_team
 from tests.panel_helpers import PanelHarness, open_panel
 from tests.skill_helpers import BRAND_VOICE
 
@@ -187,3 +188,18 @@ async def test_edit_commands_json(tmp_path, scripted_llm):
         assert json.loads((tmp_path / "config" / "commands.json").read_text()) == commands
         assert [o["actor"] for o in p.ops("config_file_set")] == ["panel"]
         assert errors == []
+
+
+async def test_a_long_list_pages_on_the_server(tmp_path, scripted_llm):
+    async with open_panel(tmp_path, scripted_llm) as p:
+        for i in range(60):
+            team = make_team(f"t{i:02d}", "A team.", [("a", "Answer.")], f"g:{i % 2}", None, None, 60)
+            p.ctx.services.teams.save(team)
+        async with served(p) as base, browser_page(base, p.token) as (page, errors):
+            await page.goto(base + "/teams")
+            await expect(page.locator("#teams-pager span")).to_have_text("1 / 2")
+            assert await page.locator("#team-rows tr").count() == 50
+            await page.click('#teams-pager [aria-label="next page"]')
+            await expect(page.locator("#teams-pager span")).to_have_text("2 / 2")
+            assert await page.locator("#team-rows tr").count() == 10
+            assert errors == []

@@ -4,9 +4,12 @@
 (function () {
   var L = labels("clock-labels");
 
+  let page = 1;
+
   function load() {
-    return api("GET", "/api/clock?size=200").then(function (data) {
+    return api("GET", "/api/clock?size=50&page=" + page).then(function (data) {
       fillTable("clock-tasks", data.items, taskRow, L.none, 7);
+      pager("clock-pager", data, (n) => { page = n; load(); });
       fillTable("clock-runs", data.runs, runRow, L.no_runs, 6);
     }).catch(failed);
   }

@@ -39,3 +39,15 @@ function parseLines(text, sep) {
     return at < 0 ? [line, ""] : [line.slice(0, at).trim(), line.slice(at + sep.length).trim()];
   });
 }
+
+/* Previous / "page of pages" / next under a table the server pages; `go(n)` loads page n. */
+function pager(id, data, go) {
+  const box = document.getElementById(id);
+  box.replaceChildren();
+  const pages = Math.max(1, Math.ceil(data.total / data.size));
+  if (data.page > pages) { go(pages); return; }  // the last row of the last page was deleted
+  if (pages <= 1) return;
+  box.append(button("‹", () => go(data.page - 1), {disabled: data.page <= 1, "aria-label": "previous page"}),
+             el("span", {text: data.page + " / " + pages}),
+             button("›", () => go(data.page + 1), {disabled: data.page >= pages, "aria-label": "next page"}));
+}

@@ -4,9 +4,12 @@
 (function () {
   var L = labels("skills-labels");
 
+  let page = 1;
+
   function load() {
-    return api("GET", "/api/skills?size=200").then(function (data) {
+    return api("GET", "/api/skills?size=50&page=" + page).then(function (data) {
       fillTable("skill-rows", data.items, row, L.none, 5);
+      pager("skills-pager", data, (n) => { page = n; load(); });
       var list = document.getElementById("skill-problems");
       list.replaceChildren();
       (data.problems.length ? data.problems : [L.no_problems]).forEach(function (p) {

@@ -5,9 +5,12 @@
   var form = document.getElementById("team-form");
   var editing = null;  // {name, scope} of the team being edited, or null for a new one
 
+  let page = 1;
+
   function load() {
-    return api("GET", "/api/teams?size=200").then(function (data) {
+    return api("GET", "/api/teams?size=50&page=" + page).then(function (data) {
       fillTable("team-rows", data.items, row, L.none, 5);
+      pager("teams-pager", data, (n) => { page = n; load(); });
     }).catch(failed);
   }
 
