@@ -18,7 +18,8 @@ import ipaddress
 import logging
 import socket
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
+from functools import partial
 
 import uvicorn
 
@@ -134,6 +135,21 @@ class PanelServer:
         self._server = self._task = None
 
 
+async def _nowhere(_text: str) -> None:
+    return None
+
+
+def detached_entry(engine: Engine, send: Callable[[str, str], Awaitable[None]] | None = None) -> MessageEntry:
+    """A message entry with no platform (`ania panel` alone): the panel's reboot goes through it like the
+    bot's /reboot. `send(session, text)` receives what it would say in a chat (nothing by default)."""
+    outbox = engine.services.paths.data_dir / "outbox"
+
+    def bridge(key: str) -> ChatBridge:
+        return ChatBridge(partial(send, key) if send is not None else _nowhere, outbox / key)
+
+    return MessageEntry(engine, bridge)
+
+
 def wanted(settings: PanelSettings, command: str) -> bool:
     """Whether `ania <command>` starts the panel: auto = with serve only (see README "The panel")."""
     return settings.enable == "on" or (settings.enable == "auto" and command == "serve")
@@ -150,12 +166,7 @@ async def run_alone(paths: Paths, stop: asyncio.Event, say: Callable[[str], None
         engine = await Engine.start(paths.config_dir, paths.data_dir)
         try:
             server = PanelServer(engine, engine.services.settings.panel, mode="alone", say=say)
-
-            async def nowhere(_text: str) -> None:
-                return None
-
-            outbox = paths.data_dir / "outbox"
-            server.attach(MessageEntry(engine, lambda key: ChatBridge(nowhere, outbox / key)))
+            server.attach(detached_entry(engine))
             await server.start()
             try:
                 await stop.wait()
