@@ -103,13 +103,19 @@ async def test_create_a_team_and_delete_it(tmp_path, scripted_llm):
         await row.wait_for()
         assert "critic, fan" in await row.inner_text()
         assert [m.name for m in p.ctx.services.teams.find("g:1", "reviewers").members] == ["critic", "fan"]
+        assert not await page.locator("#team-cancel").is_visible()
+        await row.locator('[data-action="edit"]').click()
+        assert await page.locator("#team-cancel").is_visible()
+        await fill(page, "#team-form", "#team-save", purpose="Review a plan.")
+        await expect(row).to_contain_text("Review a plan.")
+        assert p.ctx.services.teams.find("g:1", "reviewers").purpose == "Review a plan."
         await fill(page, "#team-form", "#team-save", name="bad name!", purpose="x", members="a: b")
         await page.locator("#flash.bad").wait_for()
         assert 'invalid team name "bad name!"' in await page.inner_text("#flash")
         await row.locator('[data-action="delete"]').click()
         await row.wait_for(state="detached")
         assert p.ctx.services.teams.everywhere() == []
-        assert [o["actor"] for o in p.ops("team_save") + p.ops("team_delete")] == ["panel", "panel"]
+        assert [o["actor"] for o in p.ops("team_save") + p.ops("team_delete")] == ["panel"] * 3
         assert errors == []
 
 
