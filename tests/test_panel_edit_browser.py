@@ -10,6 +10,7 @@ import contextlib
 import json
 import re
 import socket
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 import uvicorn
 
 from services.teams import make_team
+from tests.mcp_servers.harness import DEMO
 from tests.panel_helpers import PanelHarness, open_panel
 from tests.skill_helpers import BRAND_VOICE
 
@@ -209,3 +211,23 @@ async def test_a_long_list_pages_on_the_server(tmp_path, scripted_llm):
             await expect(page.locator("#teams-pager span")).to_have_text("2 / 2")
             assert await page.locator("#team-rows tr").count() == 10
             assert errors == []
+
+
+async def test_add_an_mcp_server_reconnect_it_and_delete_it(tmp_path, scripted_llm):
+    async with on_page(tmp_path, scripted_llm, "/mcp") as (p, page, errors):
+        await fill(page, "#mcp-form", "#mcp-form button[type=submit]", name="ghost", command=str(tmp_path / "nothing"))
+        await page.locator("#flash.bad").wait_for()
+        assert p.ctx.services.mcp.servers == {}
+        await fill(page, "#mcp-form", "#mcp-form button[type=submit]", name="demo", command=sys.executable,
+                   args=f"{DEMO}\nstdio", env="DEMO_TOKEN=s3cret")
+        row = page.locator('tr[data-server="demo"]')
+        await expect(row).to_contain_text("connected")
+        assert "s3cret" not in await page.content()
+        await row.locator('[data-action="reconnect"]').click()
+        await expect(page.locator("#flash")).to_contain_text('Reconnected MCP server "demo"')
+        await row.locator('[data-action="delete"]').click()
+        await row.wait_for(state="detached")
+        assert json.loads((tmp_path / "config" / "mcp.json").read_text())["mcpServers"] == {}
+        assert [(o["actor"], o["detail"]["action"], o["detail"]["ok"]) for o in p.ops("mcp_manage")] == [
+            ("panel", "add", False), ("panel", "add", True), ("panel", "reconnect", True), ("panel", "remove", True)]
+        assert errors == []

@@ -37,7 +37,11 @@
   document.getElementById("mcp-form").addEventListener("submit", function (ev) {
     ev.preventDefault();
     var f = ev.target, v = f.elements;
-    var body = {name: v.name.value.trim(), transport: v.transport.value};
+    var body = {name: v.name.value.trim()};
+    // A URL with the default "stdio" left selected means its default transport (streamable_http).
+    if (!(v.url.value.trim() && !v.command.value.trim() && v.transport.value === "stdio")) {
+      body.transport = v.transport.value;
+    }
     if (v.command.value.trim()) {
       body.command = v.command.value.trim();
       body.args = v.args.value.split("\n").map(function (a) { return a.trim(); }).filter(Boolean);
