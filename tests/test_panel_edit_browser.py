@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from ania.fakes.openai_server import Reply
 from services.teams import make_team
 from tests.mcp_servers.harness import DEMO
 from tests.panel_helpers import PanelHarness, open_panel
@@ -170,6 +171,13 @@ async def test_create_a_scheduled_task_pause_it_and_delete_it(tmp_path, scripted
         row = page.locator("tr[data-task]")
         await row.wait_for()
         assert "practice" in await row.inner_text()
+        scripted_llm.script([Reply("Practice is tonight at 7!")])
+        await row.locator('[data-action="run"]').click()
+        # The run ends on its own; the page polls, and the run log shows it without a reload.
+        await expect(page.locator("#clock-runs")).to_contain_text("Practice is tonight at 7!", timeout=20_000)
+        await expect(page.locator("#clock-runs")).to_contain_text("success")
+        await row.locator('[data-action="log"]').click()
+        await expect(page.locator("#clock-log-of")).to_have_text("#1")
         await row.locator('[data-action="pause"]').click()
         await row.locator('[data-action="resume"]').wait_for()
         assert "paused" in await row.locator(".state").inner_text()
@@ -177,7 +185,8 @@ async def test_create_a_scheduled_task_pause_it_and_delete_it(tmp_path, scripted
         await row.locator('[data-action="delete"]').click()
         await page.locator("#clock-tasks td.empty").wait_for()
         assert p.ctx.services.clock.views() == []
-        assert [o["kind"] for o in p.ops() if o["actor"] == "panel"] == ["clock_create", "clock_pause", "clock_delete"]
+        assert [o["kind"] for o in p.ops() if o["actor"] == "panel"] == [
+            "clock_create", "clock_run", "clock_pause", "clock_delete"]
         assert errors == []
 
 

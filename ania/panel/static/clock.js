@@ -5,12 +5,16 @@
   var L = labels("clock-labels");
 
   let page = 1;
+  let logOf = "";  // a task id: the run log shows that task's runs only
 
   function load() {
-    return api("GET", "/api/clock?size=50&page=" + page).then(function (data) {
+    const only = logOf ? "&task=" + logOf : "";
+    return api("GET", "/api/clock?size=50&page=" + page + only).then(function (data) {
       fillTable("clock-tasks", data.items, taskRow, L.none, 7);
       pager("clock-pager", data, (n) => { page = n; load(); });
       fillTable("clock-runs", data.runs, runRow, L.no_runs, 6);
+      document.getElementById("clock-log-of").textContent = logOf ? "#" + logOf : "";
+      document.getElementById("clock-log-all").hidden = !logOf;
     }).catch(failed);
   }
 
@@ -29,6 +33,7 @@
         : button(L.resume, function () { act(task.id, "resume"); }, {"data-action": "resume"}));
       actions.appendChild(button(L.run_now, function () { act(task.id, "run"); }, {"data-action": "run"}));
     }
+    actions.appendChild(button(L.log, function () { logOf = String(task.id); load(); }, {"data-action": "log"}));
     actions.appendChild(button(L["delete"], function () {
       if (!window.confirm(L.confirm_delete)) { return; }
       api("DELETE", "/api/clock/" + task.id).then(function () { say(L.deleted); return load(); }).catch(failed);
@@ -61,5 +66,6 @@
     }).catch(failed);
   });
 
-  load();
+  document.getElementById("clock-log-all").addEventListener("click", function () { logOf = ""; load(); });
+  poll(load, 5000);  // runs start and end on their own: the tables follow without a reload
 }());

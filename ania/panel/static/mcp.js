@@ -56,5 +56,5 @@
       .catch(failed);
   });
 
-  load();
+  poll(load, 10000);  // a server that drops and comes back shows it without a reload
 }());
