@@ -76,7 +76,7 @@ def login_link(settings: PanelSettings, token: str) -> str:
     return f"{base}/login?token={token}"
 
 
-class _QuietServer(uvicorn.Server):
+class QuietServer(uvicorn.Server):
     """The bot owns SIGINT and SIGTERM (ania/platforms): uvicorn must not take them over."""
 
     @contextlib.contextmanager
@@ -93,7 +93,7 @@ class PanelServer:
         extra = (origin_of(settings.public_url),) if settings.public_url else ()
         self.ctx = PanelContext(engine=engine, reboot=None, auth=self.auth, extra_origins=extra, mode=mode,
                                 started=time.time())
-        self._server: _QuietServer | None = None
+        self._server: QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
 
     def attach(self, entry: MessageEntry, connected: Callable[[], bool] | None = None) -> None:
@@ -115,7 +115,7 @@ class PanelServer:
                            "`ania serve` or `ania panel`? set panel.listen, or panel.enable = \"off\")") from None
         config = uvicorn.Config(build_app(self.ctx), log_level="warning", lifespan="off", access_log=False,
                                 proxy_headers=False, server_header=False)
-        self._server = _QuietServer(config)
+        self._server = QuietServer(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="panel")
         where = f"http://{link_host(host)}:{port}"
         if not loopback(host):
