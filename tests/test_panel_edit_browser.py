@@ -1,7 +1,8 @@
 """The editing pages in a real Chromium (Debian's, driven by Playwright; issue 24): log in with the link,
 walk the six pages, and run one full edit flow on each editable one: a team created and deleted, a skill
 uploaded and removed, a hook edited and saved (a broken one refused), a scheduled task created, paused and
-deleted, commands.json edited. The panel runs under uvicorn on 127.0.0.1 over a real engine."""
+deleted, commands.json edited, an MCP server added and removed; a long list pages on the server. The panel
+runs under uvicorn on 127.0.0.1 over a real engine (tests/browser_helpers.py)."""
 
 from __future__ import annotations
 
@@ -9,72 +10,40 @@ import asyncio
 import contextlib
 import json
 import re
-import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-import uvicorn
 
 from ania.fakes.openai_server import Reply
 from services.teams import make_team
+from tests.browser_helpers import BROWSER_MODULE, browser_panel
 from tests.mcp_servers.harness import DEMO
-from tests.panel_helpers import PanelHarness, open_panel
+from tests.panel_helpers import PanelHarness
 from tests.skill_helpers import BRAND_VOICE
 
-playwright_api = pytest.importorskip("playwright.async_api")
-expect = playwright_api.expect  # waits in Python: the page's CSP allows no eval, so no wait_for_function
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120),
-              pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium package is not installed"),
-              pytest.mark.xdist_group("panel_browser")]
+pytestmark = [*BROWSER_MODULE, pytest.mark.asyncio]
 PAGES = {"/clock": ("Scheduled tasks", "定时任务"), "/teams": ("Teams", "团队"), "/skills": ("Skills", "技能"),
          "/hooks": ("Hooks", "钩子"), "/mcp": ("MCP servers", "MCP 服务器"), "/commands": ("Commands and persona", "命令与人设")}
 
 
-@contextlib.asynccontextmanager
-async def served(p: PanelHarness) -> AsyncIterator[str]:
-    """The panel's app under uvicorn on a free loopback port, in this event loop."""
-    sock = socket.create_server(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(p.app, log_level="warning", lifespan="off", access_log=False))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
+def expect(locator: Any) -> Any:
+    """Playwright's waiting assertions (in Python: the page's CSP allows no eval, so no wait_for_function)."""
+    from playwright.async_api import expect as playwright_expect
+
+    return playwright_expect(locator)
 
 
 @contextlib.asynccontextmanager
-async def browser_page(base: str, token: str, locale: str = "en-US") -> AsyncIterator[tuple[object, list[str]]]:
-    """A logged-in page (the login link sets the session cookie); script errors are collected."""
-    async with playwright_api.async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        context = await browser.new_context(locale=locale)
-        page = await context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-        # A refused request (a 400 the test provokes) is logged by Chromium as "Failed to load resource": not a bug.
-        page.on("console", lambda m: errors.append(f"console: {m.text}")
-                if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
-        page.on("dialog", lambda d: asyncio.ensure_future(d.accept()))
-        await page.goto(f"{base}/login?token={token}")
-        try:
-            yield page, errors
-        finally:
-            await browser.close()
-
-
-@contextlib.asynccontextmanager
-async def on_page(tmp_path: Path, llm: object, path: str) -> AsyncIterator[tuple[PanelHarness, object, list[str]]]:
-    """A panel over a real engine, served, and a logged-in page on `path`."""
-    async with open_panel(tmp_path, llm) as p, served(p) as base, browser_page(base, p.token) as (page, errors):
-        await page.goto(base + path)
-        yield p, page, errors
+async def on_page(tmp_path: Path, llm: Any, path: str, **kw: Any) -> AsyncIterator[tuple[PanelHarness, Any, list[str]]]:
+    """A logged-in page on `path` of a panel over a real engine (tests/browser_helpers.py); confirm dialogs are
+    accepted."""
+    async with browser_panel(tmp_path, llm, **kw) as b:
+        b.page.on("dialog", lambda d: asyncio.ensure_future(d.accept()))
+        await b.page.goto(b.url(path))
+        yield b.panel, b.page, b.errors
 
 
 async def fill(page: object, form: str, submit: str = "", **fields: str) -> None:
@@ -86,16 +55,16 @@ async def fill(page: object, form: str, submit: str = "", **fields: str) -> None
 
 
 async def test_walk_the_editing_pages_in_both_languages(tmp_path, scripted_llm):
-    async with open_panel(tmp_path, scripted_llm) as p, served(p) as base:
-        for locale, index in (("en-US", 0), ("zh-CN", 1)):
-            async with browser_page(base, p.token, locale) as (page, errors):
-                for path, titles in PAGES.items():
-                    await page.goto(base + path)
-                    await page.wait_for_load_state("networkidle")
-                    assert (await page.locator("main h1").inner_text()).strip() == titles[index], path
-                    assert await page.locator(f'nav a[href="{path}"]').get_attribute("aria-current") == "page"
-                    assert await page.locator("#flash.bad").count() == 0, (path, await page.inner_text("#flash"))
-                assert errors == []
+    for locale, index in (("en-US", 0), ("zh-CN", 1)):
+        (tmp_path / locale).mkdir()
+        async with browser_panel(tmp_path / locale, scripted_llm, locale=locale) as b:
+            for path, titles in PAGES.items():
+                await b.page.goto(b.url(path))
+                await b.page.wait_for_load_state("networkidle")
+                assert (await b.page.locator("main h1").inner_text()).strip() == titles[index], path
+                assert await b.page.locator(f'nav a[href="{path}"]').get_attribute("aria-current") == "page"
+                assert await b.page.locator("#flash.bad").count() == 0, (path, await b.page.inner_text("#flash"))
+            assert b.errors == []
 
 
 async def test_create_a_team_and_delete_it(tmp_path, scripted_llm):
@@ -208,18 +177,16 @@ async def test_edit_commands_json(tmp_path, scripted_llm):
 
 
 async def test_a_long_list_pages_on_the_server(tmp_path, scripted_llm):
-    async with open_panel(tmp_path, scripted_llm) as p:
+    async with on_page(tmp_path, scripted_llm, "/") as (p, page, errors):
         for i in range(60):
-            team = make_team(f"t{i:02d}", "A team.", [("a", "Answer.")], f"g:{i % 2}", None, None, 60)
-            p.ctx.services.teams.save(team)
-        async with served(p) as base, browser_page(base, p.token) as (page, errors):
-            await page.goto(base + "/teams")
-            await expect(page.locator("#teams-pager span")).to_have_text("1 / 2")
-            assert await page.locator("#team-rows tr").count() == 50
-            await page.click('#teams-pager [aria-label="next page"]')
-            await expect(page.locator("#teams-pager span")).to_have_text("2 / 2")
-            assert await page.locator("#team-rows tr").count() == 10
-            assert errors == []
+            p.ctx.services.teams.save(make_team(f"t{i:02d}", "A team.", [("a", "Answer.")], f"g:{i % 2}", None, None, 60))
+        await page.click('nav a[href="/teams"]')
+        await expect(page.locator("#teams-pager span")).to_have_text("1 / 2")
+        assert await page.locator("#team-rows tr").count() == 50
+        await page.click('#teams-pager [aria-label="next page"]')
+        await expect(page.locator("#teams-pager span")).to_have_text("2 / 2")
+        assert await page.locator("#team-rows tr").count() == 10
+        assert errors == []
 
 
 async def test_add_an_mcp_server_reconnect_it_and_delete_it(tmp_path, scripted_llm):
