@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from core.context import is_session_key
 from core.errors import ToolError
 from services.store import AppStore
 
@@ -52,8 +53,7 @@ def check_name(name: str, what: str = "team") -> str:
 def check_scope(scope: str) -> str:
     """GLOBAL or a session key (`g:<group>` / `f:<user>`), else a ToolError."""
     scope = scope.strip()
-    chat = scope.startswith(("g:", "f:")) and len(scope) > 2 and not any(c.isspace() for c in scope)
-    if scope != GLOBAL and not chat:
+    if scope != GLOBAL and not is_session_key(scope):
         raise ToolError(BAD_SCOPE.format(scope=scope[:80]))
     return scope
 

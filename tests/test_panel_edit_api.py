@@ -112,6 +112,7 @@ async def test_clock_refuses_bad_input_and_changes_nothing(tmp_path, scripted_ll
             ({**good, "schedule": "61 25 * * *"}, 400, "schedule"),
             ({**good, "schedule": "every now and then"}, 400, ""),
             ({**good, "session": "group 100"}, 400, "is not a chat"),
+            ({**good, "session": "g: 100"}, 400, "is not a chat"),
             ({**good, "prompt": "   "}, 400, "the prompt is empty"),
             ({**good, "colour": "red"}, 400, "colour"),
             ({"schedule": "@every 2h", "prompt": "x"}, 400, "session"),
@@ -171,6 +172,7 @@ async def test_teams_refuse_bad_names_unknown_fields_and_bad_scopes(tmp_path, sc
             ({**good, "members": []}, "at least one member"),
             ({**good, "members": [{"name": f"m{i}", "role": "x"} for i in range(11)]}, "at most 10 members"),
             ({**good, "scope": "everyone"}, '"everyone" is not a scope'),
+            ({**good, "scope": "g:1 2"}, '"g:1 2" is not a scope'),
             ({**good, "purpose": "two\nlines"}, "one line"),
         ]
         for body, words in cases:

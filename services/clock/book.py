@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from core.context import is_session_key
 from core.errors import ToolError
 from core.settings import ClockSettings
 from services.clock.model import ClockRun, ClockTask
@@ -48,7 +49,7 @@ class TaskBook:
 
     def create(self, session: str, by: str, schedule: str, prompt: str, name: str | None = None,
                run_once: bool = False, timeout_sec: int | None = None) -> ClockTask:
-        if not session.startswith(("g:", "f:")) or len(session) < 3:
+        if not is_session_key(session):
             raise ToolError(BAD_SESSION.format(session=session[:80]))
         prompt = _checked_prompt(prompt)
         count = self.db.count(session)
