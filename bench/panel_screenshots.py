@@ -21,6 +21,7 @@ from ania.panel.nav import NAV
 from bench.panel_seed_edit import EDIT_SEEDS
 from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, serve
 from tests.panel_helpers import PanelHarness, open_panel
+from tests.test_gates import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 CHATS = [("g:10001", "u1", "what can you do?", "I answer questions, run tools and keep notes for this group."),
@@ -54,8 +55,7 @@ async def seed(p: PanelHarness, llm: ScriptedOpenAI) -> asyncio.Task[object]:
     llm.script([Calls([("time", {"timezone": "Asia/Shanghai"})]), Reply("It is 09:30 in Shanghai.")])
     waiting = await p.entry.submit("g:10001", "u1", "what time is it in Shanghai?")
     assert waiting is not None
-    while not p.ctx.services.approvals.open_questions():
-        await asyncio.sleep(0.02)
+    await wait_for(lambda: bool(p.ctx.services.approvals.open_questions()))
     for name, more in seed_more.items():
         if name in available_pages():
             await more(p)

@@ -10,6 +10,9 @@ import socket
 import stat
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 
@@ -21,6 +24,25 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@asynccontextmanager
+async def running(env: dict[str, str], *args: str) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`ania ARGS` as a process; killed at the end if the test did not stop it (the test stops it with a signal
+    and checks its exit status)."""
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "ania.cli", *args, env=env, cwd=ROOT,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def stopped(proc: asyncio.subprocess.Process) -> int:
+    proc.send_signal(signal.SIGTERM)
+    return await asyncio.wait_for(proc.wait(), 30)
 
 
 def _ania(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -64,9 +86,7 @@ def test_alone_is_refused_while_a_bot_holds_the_data_directory(scripted_llm, tmp
 async def test_alone_serves_the_panel_and_keeps_a_bot_out_until_it_stops(scripted_llm, tmp_path):
     port = _free_port()
     env = env_for(scripted_llm, tmp_path, ANIA_PANEL__LISTEN=f"127.0.0.1:{port}")
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "ania.cli", "panel", env=env, cwd=ROOT,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    try:
+    async with running(env, "panel") as proc:
         line = (await asyncio.wait_for(proc.stderr.readline(), 60)).decode()
         assert line.startswith(f"ania panel: open http://127.0.0.1:{port}/login?token="), line
         token = line.split("token=")[1].split()[0]
@@ -76,12 +96,7 @@ async def test_alone_serves_the_panel_and_keeps_a_bot_out_until_it_stops(scripte
             r = await client.get(f"/login?token={token}")
             assert r.status_code == 303 and "HttpOnly" in r.headers["set-cookie"]
         assert OwnerLock(tmp_path / "data" / "clock.lock").acquire() == str(proc.pid)  # a bot would be refused
-        proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 30) == 0
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+        assert await stopped(proc) == 0
     lock = OwnerLock(tmp_path / "data" / "clock.lock")
     assert lock.acquire() is None  # released at exit
     lock.release()
@@ -94,28 +109,28 @@ async def test_serve_starts_its_panel_which_sees_the_platform_and_reboots_the_bo
     port = _free_port()
     env = env_for(scripted_llm, tmp_path, ANIA_ONEBOT__WS_URL=fake.url, ANIA_PANEL__ENABLE="auto",
                   ANIA_PANEL__LISTEN=f"127.0.0.1:{port}")
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "ania.cli", "serve", env=env, cwd=ROOT,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
-        token = ""
-        while not token:
-            line = (await asyncio.wait_for(proc.stderr.readline(), 60)).decode()
-            assert line, "serve ended before printing the panel's link"
-            if line.startswith("ania panel: open "):
-                token = line.split("token=")[1].split()[0]
-        await fake.wait_for(fake.connected.is_set, timeout=30)
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}",
-                                     headers={"Authorization": f"Bearer {token}"}) as client:
-            data = (await client.get("/api/overview")).json()
-            assert (data["mode"], data["platform"]["connected"]) == ("serve", True)
-            r = await client.post("/api/reboot")
-            assert r.status_code == 200 and "estart" in r.json()["message"], r.text
-            ops = (await client.get("/api/ops?kind=reboot")).json()["items"]
-            assert [(o["actor"], o["session"]) for o in ops] == [("panel", "")]
-        proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 30) == 0
+        async with running(env, "serve") as proc:
+            await _serve_with_panel(proc, fake, port)
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
         await fake.close()
+
+
+async def _serve_with_panel(proc: asyncio.subprocess.Process, fake: Any, port: int) -> None:
+    """The link on stderr, the platform seen as connected, a reboot from the panel, then SIGTERM."""
+    token = ""
+    while not token:
+        line = (await asyncio.wait_for(proc.stderr.readline(), 60)).decode()
+        assert line, "serve ended before printing the panel's link"
+        if line.startswith("ania panel: open "):
+            token = line.split("token=")[1].split()[0]
+    await fake.wait_for(fake.connected.is_set, timeout=30)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}",
+                                 headers={"Authorization": f"Bearer {token}"}) as client:
+        data = (await client.get("/api/overview")).json()
+        assert (data["mode"], data["platform"]["connected"]) == ("serve", True)
+        r = await client.post("/api/reboot")
+        assert r.status_code == 200 and "estart" in r.json()["message"], r.text
+        ops = (await client.get("/api/ops?kind=reboot")).json()["items"]
+        assert [(o["actor"], o["session"]) for o in ops] == [("panel", "")]
+    assert await stopped(proc) == 0
