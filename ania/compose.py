@@ -28,6 +28,7 @@ from services.gates.plan_mode import PlanMode
 from services.hooks import HookManager, HookRunner
 from services.images import ImageShelf
 from services.knowledge import KnowledgeService
+from services.recall import Recall
 from services.llm import CallLimiter, ModelFactory, VisionDescriber
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
@@ -122,6 +123,7 @@ async def build_services(
         skills=skills, skill_installer=SkillInstaller(skills, paths.data_dir / "skills", settings.skills, store),
         commands=commands, persona=load_persona(paths.config_dir, settings),
         config=ConfigEditor(paths, settings, store, commands), knowledge=knowledge,
+        recall=Recall(settings, knowledge),
         vision=vision, images=ImageShelf(),
         quota=Quota(settings.quota, store, admins.is_admin), queries=queries,
     )

@@ -39,6 +39,7 @@ from core.settings.check import (
     unknown_in_file,
 )
 from core.settings.platform import FilesSettings, MemeSettings, OneBotSettings, WebSettings
+from core.settings.recall import RecallSettings
 from core.settings.sections import (
     AgentSettings,
     ApprovalSettings,
@@ -85,6 +86,7 @@ __all__ = [
     "OneBotSettings",
     "Paths",
     "QuotaSettings",
+    "RecallSettings",
     "Settings",
     "SkillsSettings",
     "SubagentSettings",
@@ -119,6 +121,7 @@ class Settings(BaseSettings):
     clock: ClockSettings = Field(default_factory=ClockSettings)
     knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
     vision: VisionSettings = Field(default_factory=VisionSettings)
     onebot: OneBotSettings = Field(default_factory=OneBotSettings)
     web: WebSettings = Field(default_factory=WebSettings)
