@@ -28,11 +28,11 @@ from services.gates.plan_mode import PlanMode
 from services.hooks import HookManager, HookRunner
 from services.images import ImageShelf
 from services.knowledge import KnowledgeService
-from services.recall import Recall
 from services.llm import CallLimiter, ModelFactory, VisionDescriber
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
 from services.persona import load_persona
+from services.recall import Recall
 from services.sessions import SessionRegistry
 from services.skills import Root, SkillInstaller, SkillRegistry
 from services.store import AppStore

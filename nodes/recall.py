@@ -97,7 +97,8 @@ def _source_line(p: Passage, session_key: str) -> str:
     if p.source == "memory":
         return f"memory {p.id}, this chat's memory (score {p.score:.2f}{cut})"
     title = json.dumps(_defanged(p.title), ensure_ascii=False)
-    return f"document {title} ({p.doc_id}), passage {p.pos + 1}, {where(p.scope, session_key)} (score {p.score:.2f}{cut})"
+    base = where(p.scope, session_key)
+    return f"document {title} ({p.doc_id}), passage {p.pos + 1}, {base} (score {p.score:.2f}{cut})"
 
 
 def _defanged(text: str) -> str:

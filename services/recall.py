@@ -18,9 +18,12 @@ import asyncio
 import dataclasses
 import logging
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+import Stemmer
 
 from core.errors import ToolError
 from core.settings import Settings
@@ -38,6 +41,7 @@ CUT_MARK = " …"
 #: A sentence weighs at least this many terms in its score's denominator.
 MIN_WEIGHT = 2.0
 _SENTENCES = re.compile(r"[\n。！？；!?;]+|\.\s+")
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class Passage:
     pos: int
     score: float
     text: str
+    #: Its place in its own search's ranking (ties of score go to the better ranked).
+    rank: int = 0
     cut: bool = False
 
     def record(self) -> dict[str, object]:
@@ -81,6 +87,7 @@ class Recall:
             settings.recall.knowledge or settings.recall.memory)
         self.knowledge = knowledge
         self.analyzer = Analyzer(settings.knowledge.analyzer)
+        self._stemmer = Stemmer.Stemmer("english")
 
     def nothing_stored(self) -> bool:
         """An embedded store never written has no folder yet: nothing to recall, and no reason to open
@@ -88,9 +95,10 @@ class Recall:
         store = self.knowledge.store
         return not store.url and not (store.path / "chroma.sqlite3").exists()
 
-    async def find(self, session_key: str, query: str) -> list[Passage]:
-        """The passages for `query` in the session's bases, best first; [] when none reaches the floor,
-        recall is off, or the store fails (logged: a turn never fails for want of recall)."""
+    async def find(self, session_key: str, query: str, *, min_score: float | None = None) -> list[Passage]:
+        """The passages for `query` in the session's bases, best first; [] when none reaches the floor
+        (`recall.min_score`, or `min_score`), recall is off, or the store fails (logged: a turn never fails
+        for want of recall)."""
         parts = [p.strip() for p in _SENTENCES.split(query) if p.strip()]
         sentences = self.sentences(parts)
         if not self.enabled or not sentences or self.nothing_stored():
@@ -106,10 +114,14 @@ class Recall:
         except ToolError as e:  # the store is broken or gone: the message goes on without recall
             log.warning("recall for %s failed: %s", session_key, e)
             return []
-        scored = [self._passage(src, h, sentences) for src, hits in (("knowledge", kb), ("memory", memory))
-                  for h in hits]
-        kept = sorted((p for p in scored if p.score >= s.min_score and p.score > 0),
-                      key=lambda p: (-p.score, p.source, p.id))
+        except Exception:  # noqa: BLE001 - recall only adds to a message: whatever failed, the turn goes on
+            log.exception("recall for %s failed", session_key)
+            return []
+        found: tuple[tuple[Source, list[Hit]], ...] = (("knowledge", kb), ("memory", memory))
+        scored = [self._passage(src, h, sentences, n) for src, hits in found for n, h in enumerate(hits)]
+        floor = s.min_score if min_score is None else min_score
+        kept = sorted((p for p in scored if p.score >= floor and p.score > 0),
+                      key=lambda p: (-p.score, p.rank, p.source, p.id))
         return budgeted(kept[: s.top_k], s.max_runes)
 
     def sentences(self, parts: Sequence[str]) -> list[list[str]]:
@@ -119,19 +131,27 @@ class Recall:
 
     def score(self, sentences: Sequence[Sequence[str]], passage: str, cosine: float | None) -> float:
         """The best sentence's share of terms (weighted) found in `passage`, or `cosine` when higher."""
-        found = set(self.analyzer.terms(passage))
+        folded = unicodedata.normalize("NFKC", passage).casefold()
+        words = set(_ASCII_WORD.findall(folded))
+        words |= set(self._stemmer.stemWords([w for w in words if w.isalpha()]))
         best = 0.0
         for terms in sentences:
             total = max(sum(term_weight(t) for t in terms), MIN_WEIGHT)
-            best = max(best, sum(term_weight(t) for t in terms if t in found) / total)
+            best = max(best, sum(term_weight(t) for t in terms if _has(t, words, folded)) / total)
         return max(best, cosine or 0.0)
 
-    def _passage(self, source: Source, hit: Hit, sentences: Sequence[Sequence[str]]) -> Passage:
+    def _passage(self, source: Source, hit: Hit, sentences: Sequence[Sequence[str]], rank: int) -> Passage:
         c = hit.chunk
         text = f"{c.title}\n{c.text}" if c.title else c.text
         return Passage(source=source, id=c.id if source == "knowledge" else c.doc_id, doc_id=c.doc_id,
                        title=c.title, scope=c.scope, pos=c.pos, score=self.score(sentences, text, hit.cosine),
-                       text=c.text)
+                       text=c.text, rank=rank)
+
+
+def _has(term: str, words: set[str], folded: str) -> bool:
+    """Whether the passage holds the term: an English word (stemmed) among its words, anything else (a
+    CJK character or pair, a word of another script) in its text; cheaper than the passage's own terms."""
+    return term in words if term.isascii() else term in folded
 
 
 async def _none() -> list[Hit]:

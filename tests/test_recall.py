@@ -187,3 +187,37 @@ async def test_subagents_and_clock_runs_get_no_recall_unless_a_setting_says_so(s
         [run] = requests_of(scripted_llm, "PROMPT")
         assert (OPEN in json.dumps(run.messages, ensure_ascii=False)) is seen
         await clocked.engine.close()
+
+
+async def test_top_k_and_the_rune_budget_bound_the_block(scripted_llm, make_chat):
+    chat = await make_chat(make_settings(scripted_llm, recall={"top_k": 1, "max_runes": 100}))
+    ids = await stocked(chat)
+    notice = await chat.engine.services.knowledge.add_document("global", "例会通知", "例会改到每周五晚上九点，地点不变。")
+    scripted_llm.script([Reply("ok")])
+    await chat.say("g:club", "u5", "例会是每周五晚上几点？")  # both the rules and the notice match
+    lines = block_of(last_user(scripted_llm)).splitlines()
+    assert len([line for line in lines if line.startswith("[")]) == 1  # top_k = 1
+    [row] = chat.engine.services.queries.rows(QueryFilter(session="g:club"))
+    [kept] = row["recalled"]
+    assert kept["id"] in (f"{notice.doc.id}#0", f"{ids['rules']}#0") and kept["runes"] <= 100
+
+
+async def test_a_long_passage_is_cut_to_the_budget_and_says_so(scripted_llm, make_chat):
+    chat = await make_chat(make_settings(scripted_llm, recall={"max_runes": 120}))
+    long_text = "Opening hours of the club house. " + "The club house is open from 9 am to 6 pm. " * 12
+    await chat.engine.services.knowledge.add_document("global", "Club house", long_text)
+    scripted_llm.script([Reply("ok")])
+    await chat.say("g:club", "u5", "When is the club house open?")
+    lines = block_of(last_user(scripted_llm)).splitlines()
+    assert lines[2].endswith(", cut)") and lines[3].endswith(" …") and len(lines[3]) == len("| ") + 120
+
+
+async def test_a_store_deleted_under_the_bot_costs_the_turn_nothing(scripted_llm, make_chat, tmp_path):
+    import shutil
+
+    chat = await make_chat(make_settings(scripted_llm))
+    await stocked(chat)
+    shutil.rmtree(tmp_path / "data" / "chroma")
+    scripted_llm.script([Reply("still here")])
+    assert await chat.say("g:club", "u5", "When is the club house open?") == ["still here"]
+    assert last_user(scripted_llm) == "[u5] When is the club house open?"

@@ -20,7 +20,7 @@ class RecallSettings(BaseModel):
     memory: bool = Field(True, description="Recall the chat's long-term memories")
     top_k: int = Field(3, ge=1, le=20, description="Most passages one message gets (knowledge and memory together)")
     min_score: float = Field(
-        0.5, ge=0, le=1,
+        0.6, ge=0, le=1,
         description="Score floor, 0..1: the share of the message's search terms found in the passage (one-"
                     "character terms count half), or the cosine similarity when embeddings are on, the higher",
     )

@@ -4,8 +4,9 @@ run) from its start to its final response, in the app store's `query_log` table.
 A row is written `running` when the turn starts, with the thread and the checkpoint it starts from (so
 `ania sessions fork/replay --at` can go back there), and completed when it ends: status, tokens,
 duration, the reply, the first 20 tool calls (name, arguments cut, result status, "blocked by <gate>")
-and their total count, and the passages of knowledge and memory recalled into the message (F3). A row still `running` whose process is gone (a crash, kill -9) is marked
-`interrupted` when the next engine starts.
+and their total count, and the passages of knowledge and memory recalled into the message (F3). A row
+still `running` whose process is gone (a crash, kill -9) is marked `interrupted` when the next engine
+starts.
 """
 
 from __future__ import annotations
