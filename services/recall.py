@@ -114,7 +114,7 @@ class Recall:
         except ToolError as e:  # the store is broken or gone: the message goes on without recall
             log.warning("recall for %s failed: %s", session_key, e)
             return []
-        except Exception:  # noqa: BLE001 - recall only adds to a message: whatever failed, the turn goes on
+        except Exception:  # recall only adds to a message: whatever failed, the turn goes on
             log.exception("recall for %s failed", session_key)
             return []
         found: tuple[tuple[Source, list[Hit]], ...] = (("knowledge", kb), ("memory", memory))
