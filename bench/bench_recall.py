@@ -13,8 +13,8 @@ passages, ten memories in the chat. At each size:
 2. Speed: whole turns through the real `Engine.run_turn` against the scripted model (one reply, no
    tool call), with recall on (this corpus) and off (the peer: the same engine with `recall.enable =
    false`), interleaved, each turn in a chat of its own (whose empty scopes were searched once before,
-   as in a chat that talked before); p50 and p95, the time recall adds and the ratio. And `Recall.find`
-   alone.
+   as in a chat that talked before); wall and CPU time, p50 and p95, the time recall adds and the
+   ratio. And `Recall.find` alone.
 
 Keyword search only (no embeddings endpoint: the default, and what a download-free run has).
 """
@@ -90,33 +90,38 @@ async def quality(services: Services, qs: list[Question]) -> list[list[object]]:
 QUALITY_HEADER = ["floor", "kb zh", "kb en", "memory zh", "memory en", "small talk zh", "small talk en", "runes"]
 
 
-async def speed(on: Ours, off: Ours, qs: list[Question], turns: int) -> tuple[list[list[object]], list[float]]:
+async def speed(on: Ours, off: Ours, qs: list[Question], turns: int) -> list[list[object]]:
+    """Wall and CPU (the process's, all threads: the scripted model's share is the same on both sides, and
+    CPU is the steadier figure on a machine shared with other jobs) per turn, recall on and off."""
     texts = [q.text for q in qs if q.kind == "knowledge"][:turns]
-    with_recall: list[float] = []
-    without: list[float] = []
-    await on.turn("warm up", "g:warm")
-    await off.turn("warm up", "g:warm")
+    wall: dict[bool, list[float]] = {True: [], False: []}
+    cpu: dict[bool, list[float]] = {True: [], False: []}
+    for n in range(10):  # both engines warm (their first turns pay for caches and connections)
+        await on.turn(texts[n % len(texts)], f"g:warm{n}")
+        await off.turn(texts[n % len(texts)], f"g:warm{n}")
     for n in range(len(texts)):  # each chat's own (empty) scopes are opened once, as in a chat that talked before
         await on.engine.services.recall.find(f"g:t{n}", "warm up")
     for n, text in enumerate(texts):
-        for engine, out in ((on, with_recall), (off, without)) if n % 2 == 0 else ((off, without), (on, with_recall)):
-            t0 = time.perf_counter()
-            await engine.turn(text, f"g:t{n}")
-            out.append((time.perf_counter() - t0) * 1000)
+        for side in (True, False) if n % 2 == 0 else (False, True):
+            w0, c0 = time.perf_counter(), time.process_time()
+            await (on if side else off).turn(text, f"g:t{n}")
+            wall[side].append((time.perf_counter() - w0) * 1000)
+            cpu[side].append((time.process_time() - c0) * 1000)
     alone = []
     for text in texts:
         t0 = time.perf_counter()
         await on.engine.services.recall.find(SESSION, text)
         alone.append((time.perf_counter() - t0) * 1000)
-    p50_on, p50_off = percentile(with_recall, 50), percentile(without, 50)
-    rows: list[list[object]] = [
-        ["turn, recall on", f"{p50_on:.1f}", f"{percentile(with_recall, 95):.1f}", len(with_recall)],
-        ["turn, recall off (peer)", f"{p50_off:.1f}", f"{percentile(without, 95):.1f}", len(without)],
-        ["added by recall", f"{p50_on - p50_off:.1f}", "", ""],
-        ["ratio on / off", f"{p50_on / p50_off:.2f}", f"{percentile(with_recall, 95) / percentile(without, 95):.2f}", ""],
-        ["Recall.find alone", f"{percentile(alone, 50):.1f}", f"{percentile(alone, 95):.1f}", len(alone)],
-    ]
-    return rows, [p50_on, p50_off]
+    rows: list[list[object]] = []
+    for name, got in (("wall", wall), ("CPU", cpu)):
+        p50 = {side: percentile(got[side], 50) for side in got}
+        p95 = {side: percentile(got[side], 95) for side in got}
+        rows += [[f"turn {name}, recall on", f"{p50[True]:.1f}", f"{p95[True]:.1f}", len(got[True])],
+                 [f"turn {name}, recall off (peer)", f"{p50[False]:.1f}", f"{p95[False]:.1f}", len(got[False])],
+                 [f"{name} added by recall (p50)", f"{p50[True] - p50[False]:.1f}", "", ""],
+                 [f"{name} ratio on / off", f"{p50[True] / p50[False]:.2f}", f"{p95[True] / p95[False]:.2f}", ""]]
+    rows.append(["Recall.find alone, wall", f"{percentile(alone, 50):.1f}", f"{percentile(alone, 95):.1f}", len(alone)])
+    return rows
 
 
 async def one_size(root: Path, llm: ScriptedOpenAI, passages: int, turns: int) -> None:
@@ -137,8 +142,7 @@ async def one_size(root: Path, llm: ScriptedOpenAI, passages: int, turns: int) -
               + ", ".join(f"{kind} {lang} {n}" for (kind, lang), n in counts.items())
               + "); runes: mean size of an injected block")
         print(table(QUALITY_HEADER, await quality(on.engine.services, qs)))
-        rows, _ = await speed(on, off, qs, turns)
-        print(table(["", "p50 ms", "p95 ms", "turns"], rows))
+        print(table(["", "p50 ms", "p95 ms", "turns"], await speed(on, off, qs, turns)))
     finally:
         await on.close()
         await off.close()
@@ -148,7 +152,7 @@ async def run(argv: Sequence[str]) -> None:
     quick = "--quick" in argv
     sizes = ([int(s) for s in argv[argv.index("--recall-sizes") + 1].split(",")] if "--recall-sizes" in argv
              else [1000] if quick else [1000, 10_000])
-    turns = int(argv[argv.index("--recall-turns") + 1]) if "--recall-turns" in argv else (16 if quick else 40)
+    turns = int(argv[argv.index("--recall-turns") + 1]) if "--recall-turns" in argv else (20 if quick else 60)
     with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAI() as llm:
         llm.respond_with(lambda body: Reply("ok"))
         for n in sizes:

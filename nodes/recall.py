@@ -87,7 +87,7 @@ def block(passages: Sequence[Passage], session_key: str) -> str:
     lines = [f"<{TAG}>", HEADER.format(sources=sources)]
     for n, p in enumerate(passages, 1):
         lines.append(f"[{n}] {_source_line(p, session_key)}")
-        lines += [f"| {_defanged(line)}" for line in p.text.splitlines() or [""]]
+        lines += [f"| {_defanged(line)}" if line else "|" for line in p.text.splitlines() or [""]]
     lines.append(f"</{TAG}>")
     return "\n".join(lines)
 
