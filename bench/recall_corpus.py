@@ -49,30 +49,45 @@ class Club(NamedTuple):
     questions: list[Question]
 
 
-def _zh_club(name: str, rng: random.Random) -> Club:
-    day, hour, place = rng.choice(_ZH_DAY), rng.randint(6, 9), rng.choice(_ZH_PLACE)
-    fee, person, item, days = rng.randrange(60, 400, 10), rng.choice(_ZH_PEOPLE), rng.choice(_ZH_ITEMS), rng.randint(2, 14)
-    text = (f"{name}每{day}晚上{hour}点在{place}活动，新人可以免费旁听两次。{name}的年费是{fee}元，学生半价。"
-            f"有关{name}的问题请联系{person}，一般两天内回复。{name}的成员可以借用{item}，最长{days}天，归还时请保持完好。")
-    qs = [Question("zh", "knowledge", f"{name}什么时候活动？", f"{name}每{day}晚上{hour}点"),
-          Question("zh", "knowledge", f"{name}的年费是多少？", f"{name}的年费是{fee}元"),
-          Question("zh", "knowledge", f"{name}有问题应该找谁？", f"有关{name}的问题请联系{person}"),
-          Question("zh", "knowledge", f"{name}的{item}能借多久？", f"可以借用{item}，最长{days}天")]
-    return Club("zh", name, text, qs)
+class _Lang(NamedTuple):
+    """One language's vocabulary and templates (fields: name, day, hour, place, fee, person, item, days)."""
+
+    days: list[str]
+    places: list[str]
+    people: list[str]
+    items: list[str]
+    fees: tuple[int, int, int]
+    paragraph: str
+    #: (question, the phrase of the answer) templates
+    asks: list[tuple[str, str]]
 
 
-def _en_club(name: str, rng: random.Random) -> Club:
-    day, hour, place = rng.choice(_EN_DAY), rng.randint(6, 9), rng.choice(_EN_PLACE)
-    fee, person, item, days = rng.randrange(20, 200, 5), rng.choice(_EN_PEOPLE), rng.choice(_EN_ITEMS), rng.randint(2, 14)
-    text = (f"The {name} meets every {day} at {hour} pm in {place}; newcomers may attend twice for free. "
-            f"Membership of the {name} costs {fee} dollars a year, half for students. Questions about the {name} "
-            f"go to {person}, who answers within two days. Members of the {name} may borrow the {item} for up to "
-            f"{days} days and return it clean.")
-    qs = [Question("en", "knowledge", f"When does the {name} meet?", f"The {name} meets every {day} at {hour} pm"),
-          Question("en", "knowledge", f"How much is a membership of the {name}?", f"costs {fee} dollars a year"),
-          Question("en", "knowledge", f"Who answers questions about the {name}?", f"the {name} go to {person}"),
-          Question("en", "knowledge", f"How long can I borrow the {item} of the {name}?", f"{item} for up to {days} days")]
-    return Club("en", name, text, qs)
+_LANGS = {
+    "zh": _Lang(_ZH_DAY, _ZH_PLACE, _ZH_PEOPLE, _ZH_ITEMS, (60, 400, 10),
+                "{name}每{day}晚上{hour}点在{place}活动，新人可以免费旁听两次。{name}的年费是{fee}元，学生半价。"
+                "有关{name}的问题请联系{person}，一般两天内回复。{name}的成员可以借用{item}，最长{days}天，归还时请保持完好。",
+                [("{name}什么时候活动？", "{name}每{day}晚上{hour}点"), ("{name}的年费是多少？", "{name}的年费是{fee}元"),
+                 ("{name}有问题应该找谁？", "有关{name}的问题请联系{person}"),
+                 ("{name}的{item}能借多久？", "可以借用{item}，最长{days}天")]),
+    "en": _Lang(_EN_DAY, _EN_PLACE, _EN_PEOPLE, _EN_ITEMS, (20, 200, 5),
+                "The {name} meets every {day} at {hour} pm in {place}; newcomers may attend twice for free. "
+                "Membership of the {name} costs {fee} dollars a year, half for students. Questions about the {name} "
+                "go to {person}, who answers within two days. Members of the {name} may borrow the {item} for up to "
+                "{days} days and return it clean.",
+                [("When does the {name} meet?", "The {name} meets every {day} at {hour} pm"),
+                 ("How much is a membership of the {name}?", "costs {fee} dollars a year"),
+                 ("Who answers questions about the {name}?", "the {name} go to {person}"),
+                 ("How long can I borrow the {item} of the {name}?", "{item} for up to {days} days")]),
+}
+
+
+def _club(lang: str, name: str, rng: random.Random) -> Club:
+    t = _LANGS[lang]
+    facts = {"name": name, "day": rng.choice(t.days), "hour": rng.randint(6, 9), "place": rng.choice(t.places),
+             "fee": rng.randrange(*t.fees), "person": rng.choice(t.people), "item": rng.choice(t.items),
+             "days": rng.randint(2, 14)}
+    qs = [Question(lang, "knowledge", q.format(**facts), a.format(**facts)) for q, a in t.asks]
+    return Club(lang, name, t.paragraph.format(**facts), qs)
 
 
 def _names(lang: str) -> list[str]:
@@ -91,7 +106,7 @@ def clubs(n: int, seed: int = 11) -> list[Club]:
         raise ValueError(f"at most {2 * min(len(zh), len(en))} clubs")
     out = []
     for i in range(n):
-        out.append(_zh_club(zh[i // 2], rng) if i % 2 == 0 else _en_club(en[i // 2], rng))
+        out.append(_club("zh", zh[i // 2], rng) if i % 2 == 0 else _club("en", en[i // 2], rng))
     return out
 
 
