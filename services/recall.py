@@ -38,6 +38,8 @@ CANDIDATES = 8
 #: A passage cut to fit the budget keeps at least this much, or is left out.
 MIN_CUT = 80
 CUT_MARK = " …"
+#: What of the message (newest sentences first) the search gets: its terms and, with embeddings, its vector.
+QUERY_RUNES = 2000
 #: A sentence weighs at least this many terms in its score's denominator.
 MIN_WEIGHT = 2.0
 _SENTENCES = re.compile(r"[\n。！？；!?;]+|\.\s+")
@@ -99,14 +101,14 @@ class Recall:
         """The passages for `query` in the session's bases, best first; [] when none reaches the floor
         (`recall.min_score`, or `min_score`), recall is off, or the store fails (logged: a turn never fails
         for want of recall)."""
-        parts = [p.strip() for p in _SENTENCES.split(query) if p.strip()]
+        if not self.enabled:
+            return []
+        parts = newest(query)
         sentences = self.sentences(parts)
-        if not self.enabled or not sentences or self.nothing_stored():
+        if not sentences or self.nothing_stored():
             return []
         s = self.settings
-        # Newest sentence first: a search reads the first 64 terms of its query, and the last sentences of
-        # a batch (or the task at the end of a subagent's brief) are what the turn is about.
-        newest_first = "\n".join(reversed(parts))
+        newest_first = "\n".join(parts)
         try:
             kb, memory = await asyncio.gather(
                 self.knowledge.search(session_key, newest_first, CANDIDATES) if s.knowledge else _none(),
@@ -146,6 +148,25 @@ class Recall:
         return Passage(source=source, id=c.id if source == "knowledge" else c.doc_id, doc_id=c.doc_id,
                        title=c.title, scope=c.scope, pos=c.pos, score=self.score(sentences, text, hit.cosine),
                        text=c.text, rank=rank)
+
+
+def newest(query: str) -> list[str]:
+    """The query's sentences (or lines), newest first, as many as fit QUERY_RUNES (at least one, cut): a
+    search reads the first 64 terms of its query, and the last sentences of a batch (or the task at the
+    end of a subagent's brief) are what the turn is about; a pasted page costs no more than its end."""
+    out: list[str] = []
+    left = QUERY_RUNES
+    for part in reversed(_SENTENCES.split(query)):
+        part = part.strip()
+        if not part:
+            continue
+        if len(part) > left:
+            if not out:
+                out.append(part[-left:])
+            break
+        out.append(part)
+        left -= len(part)
+    return out
 
 
 def _has(term: str, words: set[str], folded: str) -> bool:

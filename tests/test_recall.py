@@ -238,3 +238,12 @@ async def test_a_message_of_several_lines_is_scored_by_its_best_line(scripted_ll
     assert '[1] document "Club house"' in block_of(last_user(scripted_llm))
     batch = HumanMessage("[u5] good morning\n[u6 09:12] When is the club house open?")
     assert turn_text(batch) == "good morning\nWhen is the club house open?"
+
+
+async def test_a_pasted_page_is_searched_by_its_end(scripted_llm, make_chat):
+    chat = await make_chat(make_settings(scripted_llm))
+    await stocked(chat)
+    scripted_llm.script([Reply("ok")])
+    page = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 300
+    await chat.say("g:club", "u5", page + "\nSo: when is the club house open?")
+    assert '[1] document "Club house"' in block_of(last_user(scripted_llm))
