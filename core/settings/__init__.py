@@ -38,6 +38,7 @@ from core.settings.check import (
     unknown_in_env,
     unknown_in_file,
 )
+from core.settings.flow import FlowSettings
 from core.settings.platform import FilesSettings, MemeSettings, OneBotSettings, WebSettings
 from core.settings.sections import (
     AgentSettings,
@@ -76,6 +77,7 @@ __all__ = [
     "EmbeddingSettings",
     "EngineSettings",
     "FilesSettings",
+    "FlowSettings",
     "KeyInfo",
     "KnowledgeSettings",
     "LLMSettings",
@@ -127,6 +129,7 @@ class Settings(BaseSettings):
     quota: QuotaSettings = Field(default_factory=QuotaSettings)
     logs: LogsSettings = Field(default_factory=LogsSettings)
     engine: EngineSettings = Field(default_factory=EngineSettings)
+    flow: FlowSettings = Field(default_factory=FlowSettings)
 
     #: The file `load_settings` read (or would have read: it may not exist); errors name it.
     config_file: ClassVar[Path | None] = None
