@@ -11,6 +11,7 @@ import re
 import time
 
 from ania.fakes.openai_server import Calls, Reply
+from ania.logs_cli import query_full
 from services.usage import QueryFilter
 from tests.onebot_fake import at, text
 from tests.onebot_helpers import ADMIN, BOT
@@ -43,6 +44,7 @@ async def test_three_messages_from_two_members_are_answered_in_one_model_call(bo
     (row,) = rows(b)
     assert (row["status"], row["sender"], row["message_ids"], row["senders"]) == (
         "success", "42", [str(i) for i in ids], ["42", "43", "42"])
+    assert f"messages  {ids[0]} (42), {ids[1]} (43), {ids[2]} (42)\n" in query_full(row)  # `ania logs show`
     assert b.engine.services.inbox.count() == 0
 
 
