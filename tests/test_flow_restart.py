@@ -12,7 +12,7 @@ import sys
 
 from ania.fakes.openai_server import Reply, Stall
 from tests.onebot_fake import FakeOneBot, at, text
-from tests.test_serve import BOT, env_for, start
+from tests.test_serve import BOT, ended, env_for, signalled, start
 
 
 def db_rows(tmp_path, sql: str) -> list[tuple]:
@@ -51,13 +51,9 @@ async def test_a_message_waiting_behind_a_turn_is_answered_once_after_kill_9(scr
         await asyncio.sleep(1.0)  # nothing else comes: the first message is not answered again
         assert fake.texts() == ["answered after the restart"]
         assert [r.messages[-1]["content"] for r in scripted_llm.requests] == ["[43] user43: waiting behind it"]
-        proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), 30) == 0
+        assert await signalled(proc, signal.SIGTERM) == 0
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await fake.close()
+        await ended(proc, fake)
     rows = db_rows(tmp_path, "SELECT status, message_ids, senders FROM query_log WHERE session = 'g:555' ORDER BY id")
     assert rows == [("interrupted", f'["{first}"]', '["42"]'), ("success", f'["{waiting}"]', '["43"]')]
     assert db_rows(tmp_path, "SELECT COUNT(*) FROM inbox") == [(0,)]
