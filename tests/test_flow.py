@@ -82,12 +82,12 @@ async def test_a_flood_does_not_starve_another_member_and_model_calls_follow_the
     scripted_llm.respond_with(lambda body: Reply("ok", delay=0.3))
     sent = 0
 
-    async def flood() -> None:
+    async def flood() -> None:  # on a schedule of 100 a second (no pause when behind it)
         nonlocal sent
         for i in range(100):
             await say(b, 41, f"spam {i}")
             sent += 1
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(max(0.0, started + (i + 1) / 100 - time.monotonic()))
 
     started = time.monotonic()
     flooding = asyncio.create_task(flood())
