@@ -174,3 +174,20 @@ async def test_stop_stops_its_senders_turn_and_drops_their_waiting_messages_only
     stopped = rows(b, status="stopped")
     assert sorted(r["input"] for r in stopped) == ["user42: a long essay", "user42: and another"]
     assert b.engine.services.inbox.count() == 0
+
+
+async def test_a_custom_command_is_expanded_and_then_batched_like_a_message(bot, scripted_llm, tmp_path):
+    from tests.test_commands import COMMANDS, write_commands
+
+    write_commands(tmp_path, COMMANDS)
+    b = await bot(flow={"settle_sec": 1.0})
+    scripted_llm.script([Reply("both")])
+    await say(b, 42, "hi")
+    await b.fake.group_message(555, 43, "/tr hallo")  # a custom command needs no @
+    await b.fake.wait_for(lambda: b.fake.sent)
+    await asyncio.wait_for(b.adapter.entry.drain(), 10)
+    assert len(scripted_llm.requests) == 1
+    assert re.findall(r"UTC \[(\d+)\] (.+)$", b.user_texts()[0], re.MULTILINE) == [
+        ("42", "user42: hi"), ("43", "Translate into English: hallo")]
+    (row,) = rows(b)
+    assert (row["trigger"], row["senders"]) == ("message", ["42", "43"])
