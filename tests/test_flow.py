@@ -49,15 +49,16 @@ async def test_three_messages_from_two_members_are_answered_in_one_model_call(bo
 
 
 async def test_a_batch_runs_with_its_least_privileged_authors_rights_at_the_approval_gate(bot, scripted_llm):
-    """An admin's message batched with a member's: the approval is the member's (self-approval off in groups,
-    so the member may not answer it, as for their own message alone), and only an admin decides it."""
+    """A member's message batched with an admin's: the approval is the member's (its prompt quotes and
+    @-mentions the member; self-approval is off in groups, so the member may not answer it, as for their own
+    message alone), only an admin decides it, and the reply quotes the batch's last message (the admin's)."""
     b = await bot(flow={"settle_sec": 1.0}, approval={"tools": ["time"]})
     scripted_llm.script([Calls([("time", {})]), Reply("it is time")])
-    await say(b, int(ADMIN), "what time is it?")
-    mid = await say(b, 42, "and for me?")
+    mid = await say(b, 42, "what time is it?")
+    last = await say(b, int(ADMIN), "and for me?")
     await b.fake.wait_for(lambda: b.fake.sent)
     prompt = b.fake.sent[0]["message"]
-    assert prompt[0] == {"type": "reply", "data": {"id": str(mid)}}
+    assert prompt[:2] == [{"type": "reply", "data": {"id": str(mid)}}, {"type": "at", "data": {"qq": "42"}}]
     rid = re.search(r'"allow ([0-9a-f]{4})"', b.fake.texts()[0]).group(1)
     await b.fake.group_message(555, 42, f"allow {rid}")
     await b.fake.wait_for(lambda: len(b.fake.sent) == 2)
@@ -68,8 +69,9 @@ async def test_a_batch_runs_with_its_least_privileged_authors_rights_at_the_appr
     assert b.fake.texts()[2] == "You cannot answer this approval: only the person who asked or an admin can decide."
     await b.fake.group_message(555, int(ADMIN), f"allow {rid}")
     await b.fake.wait_for(lambda: "it is time" in b.fake.texts())
+    assert b.fake.sent[-1]["message"][0] == {"type": "reply", "data": {"id": str(last)}}
     (row,) = rows(b)
-    assert (row["sender"], row["senders"], row["calls"][0]["status"]) == ("42", [ADMIN, "42"], "ok")
+    assert (row["sender"], row["senders"], row["calls"][0]["status"]) == ("42", ["42", ADMIN], "ok")
     assert len(scripted_llm.requests) == 2  # the approval answers were never batched into a turn
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ania.engine import Engine, TurnResult
+from ania.flow.bridge import BatchBridge
 from ania.flow.message import Waiting, batch_of
 from ania.recovery import CANCEL_STATUS, STOPPED
 from services.flow import batch_text, least_privileged, take_batch
@@ -81,12 +82,15 @@ class Chats:
                 self._drop(key, chat.waiting, STOPPED)
 
     async def _turn(self, key: str, batch: list[Waiting]) -> TurnResult:
-        """One turn for the batch: the least-privileged author's rights, the last message's bridge."""
+        """One turn for the batch: the least-privileged author's rights, the last message's bridge (approval
+        prompts: the requester's last message's)."""
         requester = least_privileged([m.user_id for m in batch], self.engine.services.admins.is_admin)
         text = batch_text([(m.user_id, m.received, m.body) for m in batch])
         triggers = {m.trigger for m in batch}
         trigger = triggers.pop() if len(triggers) == 1 else "message"
-        return await self.engine.run_turn(key, requester, text, batch[-1].bridge, trigger, batch_of(batch))
+        last, asker = batch[-1].bridge, next(m for m in reversed(batch) if m.user_id == requester).bridge
+        bridge = last if asker is last else BatchBridge(last, asker)
+        return await self.engine.run_turn(key, requester, text, bridge, trigger, batch_of(batch))
 
     async def stop(self, key: str, may_stop: Callable[[str], bool], reason: str = STOPPED) -> tuple[int, int]:
         """Drop the waiting messages whose author `may_stop`, and stop the running turn when every author of
