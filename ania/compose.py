@@ -22,6 +22,7 @@ from services.commands import CommandStore
 from services.configure.edit import ConfigEditor
 from services.container import Services
 from services.datadir import make_private
+from services.flow import Inbox
 from services.gates.admins import Admins
 from services.gates.approvals import Approvals
 from services.gates.plan_mode import PlanMode
@@ -125,7 +126,7 @@ async def build_services(
         config=ConfigEditor(paths, settings, store, commands), knowledge=knowledge,
         recall=Recall(settings, knowledge),
         vision=vision, images=ImageShelf(),
-        quota=Quota(settings.quota, store, admins.is_admin), queries=queries,
+        quota=Quota(settings.quota, store, admins.is_admin), queries=queries, inbox=Inbox(store),
     )
 
 

@@ -33,7 +33,7 @@ from services.container import Services
 from services.context import AgentKind, CallbackBridge, RunContext
 from services.gates.approval_types import ApprovalRequest, Decision
 from services.hooks import HookRunner
-from services.usage import MessageLimits
+from services.usage import EMPTY, Batch, MessageLimits
 
 log = logging.getLogger(__name__)
 
@@ -118,11 +118,12 @@ class Engine:
                           agent_kind=kind, deadline=time.monotonic() + budget, limits=limits)
 
     async def run_turn(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge,
-                       trigger: str = "message") -> TurnResult:
-        """One message → one reply (sent through the bridge). Never raises for endpoint or tool errors.
-        `trigger` is what the query log calls it: a message, a custom command, a clock run."""
+                       trigger: str = "message", batch: Batch = EMPTY) -> TurnResult:
+        """One message (or a batch of them, ania/flow/) → one reply (sent through the bridge). Never raises
+        for endpoint or tool errors. `trigger` is what the query log calls it: a message, a custom command,
+        a clock run; `batch` names the messages the turn answers (their ids, senders, inbox rows)."""
         store = self.services.store
-        record = await open_turn(self.services, self.graph, session_key, user_id, text, trigger)
+        record = await open_turn(self.services, self.graph, session_key, user_id, text, trigger, batch)
         if record.refusal is not None:  # over the quota: one reply, no model call (Q1)
             close_turn(self.services, record, "quota", record.refusal, {}, [])
             await bridge.send_text(record.refusal)

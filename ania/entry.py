@@ -6,16 +6,18 @@
    ania/clock/command.py); a custom command (config/commands.json) is expanded into its prompt and goes on
    like a normal message. Any other `/word` at the start of a message addressed to the bot gets "unknown
    command" and the list, not a model call (a path such as `/usr/bin ...` still goes to the model).
-3. Otherwise the message joins its session's queue: one turn at a time per session, sessions in
-   parallel. What the model reads (a custom command's expansion too) is cut at `bot.max_input_runes`,
-   with a marker that says so.
+3. Otherwise the message joins its chat's queue (ania/flow/): one turn at a time per chat, chats in
+   parallel, and the messages that waited for a turn are answered together by the next one (F1), as far
+   as each member's rate limit and the queue's bound admit them (F2). What the model reads (a custom
+   command's expansion too) is cut at `bot.max_input_runes`, with a marker that says so.
 
 `/reboot` (admins) checks the new settings first, stops every running turn of this entry (each
 session is told), then rebuilds the engine in place; messages that arrive meanwhile wait for it.
 
-`/stop` from an admin stops every running or queued turn of the session, and the runs in progress of
-its scheduled tasks; from anyone else only the turns that person started and the runs of the tasks they
-created (a group member cannot cut off somebody else's request).
+`/stop` from an admin stops the session's running turn and drops every waiting message, and stops the
+runs in progress of its scheduled tasks; from anyone else it drops that person's waiting messages, stops
+the running turn only when all of its messages are theirs, and the runs of the tasks they created (a
+group member cannot cut off somebody else's request).
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ from collections.abc import Callable
 from ania.clock import clock_command
 from ania.commands import cmd_command, command_word, help_text, unknown_command
 from ania.engine import Engine, TurnResult
+from ania.flow import Flow
 from ania.operations import usage_text
 from ania.recovery import STOPPED
 from core.errors import ConfigError
 from core.settings import load_settings
 from services.context import CallbackBridge
-from services.locks import KeyedLocks
 from services.unicode_safe import scrub
 
 log = logging.getLogger(__name__)
@@ -43,12 +45,11 @@ REBOOT_STOPPED = "Stopped: the bot is restarting (/reboot by an admin). Please s
 
 
 class MessageEntry:
-    def __init__(self, engine: Engine, bridge_for: BridgeFor) -> None:
+    def __init__(self, engine: Engine, bridge_for: BridgeFor, *, settle: bool = True) -> None:
+        """`settle=False`: no settle window before a turn (`flow.settle_sec` is for chat platforms)."""
         self.engine = engine
         self.bridge_for = bridge_for
-        self._locks = KeyedLocks()
-        #: Running or queued turns: session key → {task: requester}. Emptied as turns end.
-        self._tasks: dict[str, dict[asyncio.Task[TurnResult], str]] = {}
+        self.flow = Flow(engine, bridge_for, settle=settle)
         #: Cleared while /reboot rebuilds the engine; messages wait for it.
         self._ready = asyncio.Event()
         self._ready.set()
@@ -56,11 +57,13 @@ class MessageEntry:
     def held(self) -> int:
         """How many sessions the entry keeps state for (turns queued or running, their locks): 0 once every
         turn ended, however many sessions came by (the bounded-state tests check it)."""
-        return len(self._tasks) + len(self._locks)
+        return len(self.flow.chats)
 
     async def submit(self, session_key: str, user_id: str, text: str, *, bridge: CallbackBridge | None = None,
-                     prompt: str | None = None, addressed: bool = True) -> asyncio.Task[TurnResult] | None:
-        """Handle one message. Returns the turn's task when one was queued (None when consumed).
+                     prompt: str | None = None, addressed: bool = True,
+                     message_id: str = "") -> asyncio.Future[TurnResult] | None:
+        """Handle one message. Returns what resolves to the result of the turn that answers it when it was
+        queued (None when consumed or refused).
 
         A platform may pass the message's own `bridge` (it knows the message: quotes, images), the `prompt`
         the model reads when it differs from the typed text (who spoke, what was quoted), and
@@ -88,21 +91,12 @@ class MessageEntry:
         if not addressed:
             return None
         body = cut_input(text if prompt is None else prompt, self.engine.services.settings.bot.max_input_runes)
-        task = asyncio.create_task(self._serial(session_key, user_id, body, bridge, trigger))
-        self._tasks.setdefault(session_key, {})[task] = user_id
-        task.add_done_callback(lambda t: self._forget(session_key, t))
-        return task
+        return await self.flow.offer(session_key, user_id, body, bridge, trigger=trigger, message_id=message_id)
 
-    def _forget(self, session_key: str, task: asyncio.Task[TurnResult]) -> None:
-        tasks = self._tasks.get(session_key, {})
-        tasks.pop(task, None)
-        if not tasks:
-            self._tasks.pop(session_key, None)
-
-    async def _serial(self, session_key: str, user_id: str, text: str, bridge: CallbackBridge,
-                      trigger: str = "message") -> TurnResult:
-        async with self._locks.hold(session_key):
-            return await self.engine.run_turn(session_key, user_id, text, bridge, trigger)
+    def recover(self, accept: Callable[[str], bool]) -> int:
+        """Answer the messages a killed process had taken and not answered (of the sessions `accept` takes);
+        how many. A platform calls it once it can send."""
+        return len(self.flow.recover(accept))
 
     async def command(self, session_key: str, user_id: str, command: str) -> str | None:
         """Built-in commands; None means "not a command of ours" (the text goes to the model)."""
@@ -160,7 +154,7 @@ class MessageEntry:
         self._ready.clear()
         try:
             stopped = 0
-            for key in list(self._tasks):
+            for key in self.flow.chats.sessions():
                 n, _ = await self.stop(key)
                 stopped += n
                 if n and key != session_key:
@@ -175,24 +169,16 @@ class MessageEntry:
         return _restarted(self.engine, stopped)
 
     async def stop(self, session_key: str, user_id: str | None = None, *, reason: str = STOPPED) -> tuple[int, int]:
-        """Cancel the session's turns that `user_id` may stop (all of them for an admin or None); `reason`
-        (ania/recovery.py) is what the settled turn and the query log say. Returns (stopped, left running
-        because they belong to someone else)."""
-        live = {t: who for t, who in self._tasks.get(session_key, {}).items() if not t.done()}
+        """Stop the session's messages that `user_id` may stop (all of them for an admin or None): waiting
+        ones are dropped, the running turn is stopped when they are all of its messages; `reason`
+        (ania/recovery.py) is what the settled turn and the query log say. Returns (messages stopped,
+        messages left because they belong to someone else)."""
         everyone = user_id is None or self.engine.services.admins.is_admin(user_id)
-        mine = [t for t, who in live.items() if everyone or who == user_id]
-        for t in mine:
-            t.cancel(reason)
-        await asyncio.gather(*mine, return_exceptions=True)
-        return len(mine), len(live) - len(mine)
+        return await self.flow.chats.stop(session_key, lambda who: everyone or who == user_id, reason)
 
     async def drain(self) -> None:
-        """Wait until every queued turn is done."""
-        while True:
-            pending = [t for ts in self._tasks.values() for t in ts if not t.done()]
-            if not pending:
-                return
-            await asyncio.gather(*pending, return_exceptions=True)
+        """Wait until every queued message is answered."""
+        await self.flow.chats.drain()
 
 
 def cut_input(text: str, limit: int) -> str:

@@ -134,10 +134,17 @@ def recalled_line(p: dict[str, Any]) -> str:
     return f"{p['source']} {p['id']}{title} in {p['scope']}, score {p['score']:.2f}, {p['runes']} characters"
 
 
+def _messages(r: dict[str, Any]) -> str:
+    """The messages the row accounts for (a batch: several), as `id (sender)`."""
+    pairs = zip(r.get("message_ids") or [], r.get("senders") or [], strict=False)
+    return ", ".join(f"{mid} ({who})" for mid, who in pairs) or "-"
+
+
 def query_full(r: dict[str, Any]) -> str:
     """A query log row in full (`ania logs show ID` at a terminal)."""
     lines = [f"query {r['id']}: {r['status']}", f"session   {r['session']} (thread {r['thread'] or '-'})",
              f"sender    {r['sender'] or '-'} ({r['trigger']})",
+             f"messages  {_messages(r)}",
              f"started   {_when(r['started'])}, took {r['duration_ms'] or 0} ms",
              f"from      checkpoint {r['checkpoint'] or '(new session)'}",
              f"tokens    {json.dumps(r['tokens'], sort_keys=True)}",

@@ -30,7 +30,7 @@ from nodes.gates import HOOK_BLOCKED, PLAN_BLOCKED
 from nodes.prompt import user_message
 from nodes.recall import RECALLED
 from services.container import Services
-from services.usage import MessageLimits
+from services.usage import EMPTY, Batch, MessageLimits
 
 log = logging.getLogger("ania.turn")
 
@@ -52,15 +52,19 @@ class TurnRecord:
 
 
 async def open_turn(services: Services, graph: CompiledStateGraph[Any, Any, Any, Any], session: str, user: str,
-                    text: str, trigger: str = "message") -> TurnRecord:
-    message = user_message(session, user, text).model_copy(update={"id": f"u-{uuid.uuid4().hex}"})
+                    text: str, trigger: str = "message", batch: Batch = EMPTY) -> TurnRecord:
+    """`batch`: the messages the turn answers (F1); several name their senders in `text` themselves."""
+    named = len(batch.message_ids) > 1
+    message = user_message(session, user, text, named=named).model_copy(update={"id": f"u-{uuid.uuid4().hex}"})
     limits = services.quota.open(session, user)
     record = TurnRecord(session, user, message, refusal=services.quota.call_refusal(limits), limits=limits)
     if services.queries.enabled:
         saver = graph.checkpointer if not isinstance(graph.checkpointer, bool) else None
         record.checkpoint = await latest_checkpoint(saver, session)
         record.qid = services.queries.start(session, user, text, trigger=trigger, thread=session,
-                                            checkpoint=record.checkpoint)
+                                            checkpoint=record.checkpoint, batch=batch)
+    else:
+        services.queries.start(session, user, text, batch=batch)  # the log is off: the inbox rows still go
     return record
 
 

@@ -26,9 +26,10 @@ def request_messages(services: Services, history: Sequence[AnyMessage]) -> list[
     return [SystemMessage(system_prompt(services)), *history]
 
 
-def user_message(session_key: str, user_id: str, text: str) -> HumanMessage:
-    """In a group several people talk, so the sender is named in the text the model reads."""
-    content = f"[{user_id}] {text}" if session_key.startswith("g:") else text
+def user_message(session_key: str, user_id: str, text: str, *, named: bool = False) -> HumanMessage:
+    """In a group several people talk, so the sender is named in the text the model reads (unless the text
+    `named` its senders itself: a batch of several messages, services/flow/batch.py)."""
+    content = f"[{user_id}] {text}" if session_key.startswith("g:") and not named else text
     return HumanMessage(content=content, name=None, additional_kwargs={}, response_metadata={"sender": user_id})
 
 

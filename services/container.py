@@ -10,6 +10,7 @@ from core.settings import Paths, Settings
 from services.clock import ClockService
 from services.commands import CommandStore
 from services.configure.edit import ConfigEditor
+from services.flow import Inbox
 from services.gates.admins import Admins
 from services.gates.approvals import Approvals
 from services.gates.plan_mode import PlanMode
@@ -69,3 +70,5 @@ class Services:
     #: Daily token quotas (Q1) and the query log (Q3).
     quota: Quota
     queries: QueryLog
+    #: Messages taken and not yet accounted for by a query-log row (issue 26; services/flow/inbox.py).
+    inbox: Inbox

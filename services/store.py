@@ -66,6 +66,18 @@ def _m005_query_log(db: sqlite_utils.Database) -> None:
     db.table("query_log").create_index(["status"])
 
 
+def _m006_batches(db: sqlite_utils.Database) -> None:
+    """A turn answers a batch of messages (F1): the query log names them (JSON lists, plain text columns);
+    the durable inbox holds each message from its arrival until a query-log row accounts for it
+    (services/flow/inbox.py)."""
+    db.execute("ALTER TABLE query_log ADD COLUMN message_ids TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE query_log ADD COLUMN senders TEXT NOT NULL DEFAULT '[]'")
+    db.execute("""CREATE TABLE inbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, received REAL NOT NULL, session TEXT NOT NULL, sender TEXT NOT NULL,
+        message_id TEXT NOT NULL DEFAULT '', body TEXT NOT NULL, trigger TEXT NOT NULL DEFAULT 'message',
+        pid INTEGER NOT NULL DEFAULT 0)""")
+
+
 def _m007_recall(db: sqlite_utils.Database) -> None:
     """The passages recalled into a turn (F3): a JSON list, NULL when nothing was."""
     db.execute("ALTER TABLE query_log ADD COLUMN recalled TEXT")
@@ -81,6 +93,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("003_started_calls", _m003_started_calls),
     ("004_clock", _m004_clock),
     ("005_query_log", _m005_query_log),
+    ("006_batches", _m006_batches),
     ("007_recall", _m007_recall),
 ]
 

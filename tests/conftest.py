@@ -35,7 +35,10 @@ def scripted_llm() -> ScriptedOpenAI:
 def make_settings(server: ScriptedOpenAI, **sections: dict[str, Any]) -> Settings:
     base: dict[str, Any] = {"llm": {"base_url": server.base_url, "model": "scripted-model", "api_key": "k",
                                     "timeout_sec": 5, "max_retries": 0},
-                            "bot": {"admins": ["admin"]}}
+                            "bot": {"admins": ["admin"]},
+                            # Tests send many messages from one member in quick succession; the flow tests
+                            # (tests/test_flow*.py) set the rate limit they test.
+                            "flow": {"member_rate_per_min": 0}}
     for name, values in sections.items():
         base[name] = {**base.get(name, {}), **values}
     return Settings(**base)

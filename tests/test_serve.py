@@ -32,6 +32,20 @@ async def start(env: dict[str, str]) -> asyncio.subprocess.Process:
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 
 
+async def signalled(proc: asyncio.subprocess.Process, sig: int) -> int:
+    """Send `sig` and wait for the exit code."""
+    proc.send_signal(sig)
+    return await asyncio.wait_for(proc.wait(), 30)
+
+
+async def ended(proc: asyncio.subprocess.Process, fake: FakeOneBot) -> None:
+    """Kill the bot if it still runs, and close the fake."""
+    if proc.returncode is None:
+        proc.kill()
+        await proc.wait()
+    await fake.close()
+
+
 async def test_serve_forward_answers_a_group_and_stops_cleanly_on_sigterm(scripted_llm, tmp_path):
     fake = await FakeOneBot(self_id=BOT, token="tok").serve()
     proc = await start(env_for(scripted_llm, tmp_path, ANIA_ONEBOT__WS_URL=fake.url, ANIA_ONEBOT__ACCESS_TOKEN="tok"))
@@ -50,10 +64,7 @@ async def test_serve_forward_answers_a_group_and_stops_cleanly_on_sigterm(script
         assert fake.texts()[-1] == "sent before exiting"
         assert "Traceback" not in stderr and "shutting down" in stderr
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await fake.close()
+        await ended(proc, fake)
 
 
 async def test_serve_reverse_listens_and_the_implementation_dials_in(scripted_llm, tmp_path):
@@ -68,13 +79,9 @@ async def test_serve_reverse_listens_and_the_implementation_dials_in(scripted_ll
         await fake.private_message(42, "hi over reverse")
         await fake.wait_for(lambda: fake.sent, timeout=30)
         assert fake.texts() == ["echo: hi over reverse"]
-        proc.send_signal(signal.SIGINT)
-        assert await asyncio.wait_for(proc.wait(), 30) == 0
+        assert await signalled(proc, signal.SIGINT) == 0
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await fake.close()
+        await ended(proc, fake)
 
 
 def test_serve_without_a_onebot_setting_is_one_clear_line(scripted_llm, tmp_path):

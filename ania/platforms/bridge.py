@@ -111,17 +111,10 @@ class ChatBridge(ImageQueue):
 DEFERRED_IMAGES = "Not here: images are loaded by the main assistant (a subagent has its own, empty image queue)."
 
 
-class SubagentBridge(ImageQueue):
-    """A one-shot run's bridge: only its final answer is its output, and that goes back to its caller."""
+class Forwarding:
+    """Images and files sent, the chat's history and file URLs: those of another bridge (`_parent`)."""
 
-    def __init__(self, parent: CallbackBridge, label: str) -> None:
-        super().__init__()
-        self._parent = parent
-        self._label = label
-
-    async def send_text(self, text: str) -> str:
-        log.info("[%s] intermediate text (not sent): %s", self._label, text[:500])
-        return "not sent: a subagent's text goes back to the main assistant only in its final answer"
+    _parent: CallbackBridge
 
     async def send_image(self, b64: str) -> str:
         return await self._parent.send_image(b64)
@@ -134,6 +127,19 @@ class SubagentBridge(ImageQueue):
 
     async def get_private_file_url(self, file_id: str) -> str:
         return await self._parent.get_private_file_url(file_id)
+
+
+class SubagentBridge(Forwarding, ImageQueue):
+    """A one-shot run's bridge: only its final answer is its output, and that goes back to its caller."""
+
+    def __init__(self, parent: CallbackBridge, label: str) -> None:
+        super().__init__()
+        self._parent = parent
+        self._label = label
+
+    async def send_text(self, text: str) -> str:
+        log.info("[%s] intermediate text (not sent): %s", self._label, text[:500])
+        return "not sent: a subagent's text goes back to the main assistant only in its final answer"
 
     async def load_images(self) -> str:
         return DEFERRED_IMAGES

@@ -160,7 +160,8 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
         _steps_var.set(StepWatcher(status, screen.note))
         unfilter = _clear_before_logs(status)
     bridge = ChatBridge(chat.send, engine.services.paths.data_dir / "outbox" / session_key)
-    entry = MessageEntry(engine, lambda _key: bridge)
+    entry = MessageEntry(engine, lambda _key: bridge, settle=False)
+    entry.recover(lambda key: key == session_key)  # what a killed `ania chat` of this session left unanswered
     if ready is not None:  # the web panel (ania/panel/server.py): a reboot from it stops this entry's turns
         ready(entry, None)
     lines = StdinLines(stdin_fd)
@@ -203,7 +204,7 @@ class _Chat:
     screen: Screen
     llm: LLMSettings
     outcome: Outcome = field(default_factory=Outcome)
-    active: set[asyncio.Task[TurnResult]] = field(default_factory=set)
+    active: set[asyncio.Future[TurnResult]] = field(default_factory=set)
 
     def emit(self, text: str) -> None:  # the status line comes back at its next tick if the turn goes on
         self.screen.line(text, reply=True)
@@ -215,7 +216,7 @@ class _Chat:
         self.emit(text if session == self.session_key else f"[to {session}] {text}")
         return True
 
-    def turn_done(self, task: asyncio.Task[TurnResult]) -> None:
+    def turn_done(self, task: asyncio.Future[TurnResult]) -> None:
         self.active.discard(task)
         if task.cancelled():
             return
@@ -256,7 +257,7 @@ class _Chat:
 
 
 async def _next_line(lines: StdinLines, screen: Screen, engine: Engine, session_key: str,
-                     active: set[asyncio.Task[TurnResult]]) -> str | None:
+                     active: set[asyncio.Future[TurnResult]]) -> str | None:
     """The next non-empty line (None at the end of input). At a terminal, while it waits: the status line
     runs while a turn works, and the prompt is shown (the status line cleared first) when the bot waits
     for the person: no turn running, or a turn asking for an approval."""
@@ -270,7 +271,8 @@ async def _next_line(lines: StdinLines, screen: Screen, engine: Engine, session_
             elif not status.running:  # a turn works (again): its status line replaces the prompt
                 screen.drop_prompt()
                 status.start()
-            await asyncio.wait([reader, *active], timeout=TICK_SEC if active else None,
+            watched: list[asyncio.Future[Any]] = [reader, *active]
+            await asyncio.wait(watched, timeout=TICK_SEC if active else None,
                                return_when=asyncio.FIRST_COMPLETED)
         raw = await reader
         screen.typed()
@@ -315,6 +317,6 @@ def _speaker(line: str, user_id: str, local: bool) -> tuple[str, str]:
     return (who, text.strip()) if local and who and text.strip() else (user_id, "")
 
 
-async def _until_idle_or_asking(task: asyncio.Task[TurnResult], engine: Engine, session_key: str) -> None:
+async def _until_idle_or_asking(task: asyncio.Future[TurnResult], engine: Engine, session_key: str) -> None:
     while not task.done() and not engine.services.approvals.is_waiting(session_key):  # noqa: ASYNC110 - two conditions
         await asyncio.sleep(0.02)

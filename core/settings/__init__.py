@@ -38,6 +38,7 @@ from core.settings.check import (
     unknown_in_env,
     unknown_in_file,
 )
+from core.settings.flow import FlowSettings
 from core.settings.panel import PanelSettings
 from core.settings.platform import FilesSettings, MemeSettings, OneBotSettings, WebSettings
 from core.settings.recall import RecallSettings
@@ -78,6 +79,7 @@ __all__ = [
     "EmbeddingSettings",
     "EngineSettings",
     "FilesSettings",
+    "FlowSettings",
     "KeyInfo",
     "KnowledgeSettings",
     "LLMSettings",
@@ -133,6 +135,7 @@ class Settings(BaseSettings):
     logs: LogsSettings = Field(default_factory=LogsSettings)
     engine: EngineSettings = Field(default_factory=EngineSettings)
     panel: PanelSettings = Field(default_factory=PanelSettings)
+    flow: FlowSettings = Field(default_factory=FlowSettings)
 
     #: The file `load_settings` read (or would have read: it may not exist); errors name it.
     config_file: ClassVar[Path | None] = None

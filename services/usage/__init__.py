@@ -13,8 +13,19 @@ ends add its tokens (already folded: model calls, compaction, subagents) to the 
 
 from services.usage.limits import MessageLimits
 from services.usage.meter import UsageMeter
-from services.usage.querylog import MAX_CALLS, STATUSES, QueryFilter, QueryLog, count_ops, op_kinds, read_ops
+from services.usage.querylog import (
+    EMPTY,
+    MAX_CALLS,
+    STATUSES,
+    Batch,
+    QueryFilter,
+    QueryLog,
+    count_ops,
+    op_kinds,
+    pid_alive,
+    read_ops,
+)
 from services.usage.quota import DayUsage, Quota
 
-__all__ = ["MAX_CALLS", "STATUSES", "DayUsage", "MessageLimits", "QueryFilter", "QueryLog", "Quota", "UsageMeter",
-           "count_ops", "op_kinds", "read_ops"]
+__all__ = ["EMPTY", "MAX_CALLS", "STATUSES", "Batch", "DayUsage", "MessageLimits", "QueryFilter", "QueryLog", "Quota",
+           "UsageMeter", "count_ops", "op_kinds", "pid_alive", "read_ops"]

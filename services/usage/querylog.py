@@ -7,6 +7,11 @@ duration, the reply, the first 20 tool calls (name, arguments cut, result status
 and their total count, and the passages of knowledge and memory recalled into the message (F3). A row
 still `running` whose process is gone (a crash, kill -9) is marked `interrupted` when the next engine
 starts.
+
+A turn may answer several messages (F1): the row names their ids and senders (`message_ids`, `senders`:
+JSON lists). A message that reaches no turn gets a row of its own, already finished: `rate_limited`,
+`queue_full`, or `stopped` (dropped while it waited). Either way the row is written in the same
+transaction that takes the messages out of the durable inbox (services/flow/inbox.py).
 """
 
 from __future__ import annotations
@@ -25,9 +30,26 @@ from services.store import AppStore
 MAX_CALLS = 20
 ARGS_CHARS = 300
 REPLY_CHARS = 500
-STATUSES = ("running", "success", "stopped", "timeout", "error", "quota", "interrupted")
+STATUSES = ("running", "success", "stopped", "timeout", "error", "quota", "interrupted", "rate_limited",
+            "queue_full")
 COLUMNS = ("id, started, ended, session, sender, trigger, input, status, tokens, total_tokens, duration_ms, "
-           "calls, call_count, thread, checkpoint, reply, recalled")
+           "calls, call_count, thread, checkpoint, reply, message_ids, senders, recalled")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The messages a row accounts for: their ids and senders (shown), and their durable inbox rows (taken)."""
+
+    message_ids: tuple[str, ...] = ()
+    senders: tuple[str, ...] = ()
+    inbox_ids: tuple[int, ...] = ()
+
+    def columns(self) -> tuple[str, str]:
+        return (json.dumps(list(self.message_ids), ensure_ascii=False),
+                json.dumps(list(self.senders), ensure_ascii=False))
+
+
+EMPTY = Batch()
 
 
 @dataclass(frozen=True)
@@ -55,21 +77,40 @@ class QueryLog:
     def interrupt_running(self) -> int:
         """Rows left `running` by a process that is gone become `interrupted` (run once at start)."""
         rows = self._store.query("SELECT id, pid FROM query_log WHERE status = 'running'")
-        dead = [r["id"] for r in rows if not _alive(r["pid"])]
+        dead = [r["id"] for r in rows if not pid_alive(r["pid"])]
         for qid in dead:
             self._store.write("UPDATE query_log SET status = 'interrupted' WHERE id = ? AND status = 'running'", [qid])
         return len(dead)
 
     def start(self, session: str, sender: str, text: str, *, trigger: str = "message", thread: str = "",
-              checkpoint: str = "") -> int:
-        """The row of a starting turn (0 when the log is off)."""
-        if not self.enabled:
-            return 0
-        return self._store.write(
-            "INSERT INTO query_log (started, session, sender, trigger, input, status, thread, checkpoint, pid, "
-            "total_tokens, call_count) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, 0, 0)",
-            [time.time(), session, sender, trigger, cut(text, self.settings.input_chars), thread, checkpoint,
-             os.getpid()])
+              checkpoint: str = "", batch: Batch = EMPTY) -> int:
+        """The row of a starting turn (0 when the log is off); `batch`'s messages leave the inbox with it."""
+        return self._insert(batch, "INSERT INTO query_log (started, session, sender, trigger, input, status, thread, "
+                            "checkpoint, pid, total_tokens, call_count, message_ids, senders) VALUES (?, ?, ?, ?, ?, "
+                            "'running', ?, ?, ?, 0, 0, ?, ?)",
+                            [time.time(), session, sender, trigger, cut(text, self.settings.input_chars), thread,
+                             checkpoint, os.getpid(), *batch.columns()])
+
+    def settled(self, session: str, sender: str, text: str, status: str, *, reply: str = "",
+                trigger: str = "message", batch: Batch = EMPTY) -> int:
+        """The finished row of a message no turn answers (rate_limited, queue_full, stopped while waiting)."""
+        now = time.time()
+        return self._insert(batch, "INSERT INTO query_log (started, ended, session, sender, trigger, input, status, "
+                            "tokens, total_tokens, duration_ms, calls, call_count, thread, checkpoint, reply, pid, "
+                            "message_ids, senders) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, '{}', 0, 0, '[]', 0, ?, '', ?, ?, ?, ?)",
+                            [now, now, session, sender, trigger, cut(text, self.settings.input_chars), status, session,
+                             cut(reply, REPLY_CHARS), os.getpid(), *batch.columns()])
+
+    def _insert(self, batch: Batch, sql: str, args: list[Any]) -> int:
+        """The row (when the log is on) and the batch's inbox rows gone, in one transaction."""
+        with self._store.locked() as db, db.conn:
+            db.execute("BEGIN")
+            qid = int(db.execute(sql, args).lastrowid or 0) if self.enabled else 0
+            if batch.inbox_ids:
+                marks = ", ".join("?" * len(batch.inbox_ids))
+                db.execute(f"DELETE FROM inbox WHERE id IN ({marks})", list(batch.inbox_ids))  # noqa: S608 - only ? placeholders
+        return qid
 
     def finish(self, qid: int, status: str, usage: Mapping[str, int], calls: Sequence[Mapping[str, Any]],
                reply: str, recalled: Sequence[Mapping[str, Any]] = ()) -> None:
@@ -121,10 +162,12 @@ class QueryLog:
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "tokens": json.loads(row["tokens"] or "{}"), "calls": json.loads(row["calls"] or "[]"),
+            "message_ids": json.loads(row["message_ids"] or "[]"), "senders": json.loads(row["senders"] or "[]"),
             "recalled": json.loads(row["recalled"] or "[]")}
 
 
-def _alive(pid: int | None) -> bool:
+def pid_alive(pid: int | None) -> bool:
+    """Whether process `pid` still runs (this one does)."""
     if not pid:
         return False
     if pid == os.getpid():

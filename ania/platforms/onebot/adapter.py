@@ -51,8 +51,8 @@ class OneBotAdapter:
         self.out = Outbound(self.conn, lambda: self.settings)
         self.entry = MessageEntry(engine, self.bridge_for)
         self._order = KeyedLocks()
-        self._live: dict[str, int] = {}  # session → turns queued or running (for shutdown)
         self._accepting = True
+        self._recovered = False
         self._detach: Any = None
         self._dialer: asyncio.Task[None] | None = None
         self._server: Any = None
@@ -126,7 +126,7 @@ class OneBotAdapter:
         try:
             await asyncio.wait_for(asyncio.shield(self.entry.drain()), grace)  # a timeout must not cancel the turns
         except TimeoutError:
-            for key in list(self._live):
+            for key in self.entry.flow.chats.sessions():
                 stopped, _ = await self.entry.stop(key)
                 if stopped:
                     await self.out.send_text(key, SHUTTING_DOWN)
@@ -138,6 +138,14 @@ class OneBotAdapter:
             self._detach()
 
     async def _login(self) -> None:
+        await self._get_login_info()
+        if not self._recovered:  # once a link is up: the replies of the recovered messages can be sent
+            self._recovered = True
+            n = self.entry.recover(is_chat_session)
+            if n:
+                log.info("OneBot: %d message(s) taken before a restart and not answered are answered now", n)
+
+    async def _get_login_info(self) -> None:
         try:
             data = await self.conn.call("get_login_info", timeout=10)
         except Exception as e:  # noqa: BLE001 - the login info is optional: the bot works without its own id
@@ -188,18 +196,8 @@ class OneBotAdapter:
                 typed, addressed = rest, True
         prompt = self._prompt(msg, quoted, typed) + (f"\n{QUOTE_ELSEWHERE}" if elsewhere else "")
         bridge = OneBotBridge(self.out, msg.session_key, msg, quoted)
-        task = await self.entry.submit(msg.session_key, msg.user_id, typed or prompt, bridge=bridge,
-                                       prompt=prompt, addressed=addressed)
-        if task is not None:
-            self._live[msg.session_key] = self._live.get(msg.session_key, 0) + 1
-            task.add_done_callback(lambda _t: self._done(msg.session_key))
-
-    def _done(self, session_key: str) -> None:
-        left = self._live.get(session_key, 1) - 1
-        if left > 0:
-            self._live[session_key] = left
-        else:
-            self._live.pop(session_key, None)
+        await self.entry.submit(msg.session_key, msg.user_id, typed or prompt, bridge=bridge, prompt=prompt,
+                                addressed=addressed, message_id=msg.message_id)
 
     async def _quoted(self, msg: Incoming) -> tuple[Incoming | None, bool, bool]:
         """The message this one replies to when it belongs to this chat (and can be read), whether it is one of
