@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 BENCHES = ("bench.bench_loop", "bench.bench_storage", "bench.bench_gate", "bench.bench_throughput",
            "bench.bench_startup", "bench.bench_team", "bench.bench_clock", "bench.bench_ops")
-OPTIONAL = ("bench.bench_mcp", "bench.bench_knowledge", "bench.bench_recall", "bench.bench_onebot")
+OPTIONAL = ("bench.bench_mcp", "bench.bench_knowledge", "bench.bench_recall", "bench.bench_onebot",
+            "bench.bench_panel")
 
 
 def _modules() -> list[str]:

@@ -13,7 +13,6 @@ import types
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
-from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import BaseRoute, Route
@@ -51,12 +50,9 @@ def _kind(annotation: Any) -> dict[str, Any]:
 
 
 def _default(field: Any) -> Any:
-    if field.default is not PydanticUndefined:
-        value = field.default
-    elif field.default_factory is not None:
-        value = field.default_factory()
-    else:
+    if field.is_required():
         return None
+    value = field.get_default(call_default_factory=True)
     return list(value) if isinstance(value, tuple | frozenset | set) else value
 
 
@@ -116,7 +112,11 @@ async def api_reboot(request: Request) -> JSONResponse:
     ctx = panel_context(request)
     if ctx.reboot is None:
         return api_error(409, "a reboot is not possible from here")
-    return JSONResponse({"message": await ctx.reboot()})
+    before = ctx.services
+    message = await ctx.reboot()
+    if ctx.services is before:  # refused (a setting that does not load) or failed: the old engine goes on
+        return api_error(409, message)
+    return JSONResponse({"message": message})
 
 
 def routes() -> list[BaseRoute]:
