@@ -10,6 +10,7 @@ and their total count. A row still `running` whose process is gone (a crash, kil
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -25,6 +26,8 @@ MAX_CALLS = 20
 ARGS_CHARS = 300
 REPLY_CHARS = 500
 STATUSES = ("running", "success", "stopped", "timeout", "error", "quota", "interrupted")
+#: Columns added by later migrations that hold JSON (decoded by `get` when the table has them).
+JSON_EXTRA = ("recalled", "batch")
 COLUMNS = ("id, started, ended, session, sender, trigger, input, status, tokens, total_tokens, duration_ms, "
            "calls, call_count, thread, checkpoint, reply")
 
@@ -36,6 +39,30 @@ class QueryFilter:
     since: float | None = None
     tool: str | None = None
     limit: int = 50
+    #: The panel's further conditions: who sent it, and an end of the time range (exclusive).
+    sender: str | None = None
+    until: float | None = None
+    offset: int = 0
+
+    def where(self) -> tuple[str, list[Any]]:
+        """The SQL condition (constant text, values as ? placeholders) and its values."""
+        where: list[str] = []
+        args: list[Any] = []
+        for column, value in (("session", self.session), ("status", self.status), ("sender", self.sender)):
+            if value:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if self.since is not None:
+            where.append("started >= ?")
+            args.append(self.since)
+        if self.until is not None:
+            where.append("started < ?")
+            args.append(self.until)
+        if self.tool:  # the LIKE is a cheap prefilter on the JSON text; json_each is the exact check
+            where.append("calls LIKE ? AND EXISTS (SELECT 1 FROM json_each(calls) WHERE "
+                         "json_extract(value, '$.name') = ?)")
+            args += [f"%{self.tool}%", self.tool]
+        return ("WHERE " + " AND ".join(where)) if where else "", args
 
 
 def cut(text: str, n: int) -> str:
@@ -83,30 +110,28 @@ class QueryLog:
              json.dumps(kept, ensure_ascii=False), len(calls), cut(reply, REPLY_CHARS), qid])
 
     def rows(self, f: QueryFilter) -> list[dict[str, Any]]:
-        """Newest first."""
-        where: list[str] = []
-        args: list[Any] = []
-        if f.session:
-            where.append("session = ?")
-            args.append(f.session)
-        if f.status:
-            where.append("status = ?")
-            args.append(f.status)
-        if f.since is not None:
-            where.append("started >= ?")
-            args.append(f.since)
-        if f.tool:  # a cheap prefilter on the JSON text; the exact check is below
-            where.append("calls LIKE ?")
-            args.append(f'%"name": "{f.tool}"%')
-        sql = f"SELECT {COLUMNS} FROM query_log {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC"  # noqa: S608 - constant COLUMNS and clauses, values as ? placeholders
-        out = [_decoded(r) for r in self._store.query(sql, args)]
-        if f.tool:
-            out = [r for r in out if any(c.get("name") == f.tool for c in r["calls"])]
-        return out[: f.limit]
+        """Newest first: `f.limit` rows from `f.offset` on."""
+        where, args = f.where()
+        sql = f"SELECT {COLUMNS} FROM query_log {where} ORDER BY id DESC LIMIT ? OFFSET ?"  # noqa: S608 - constant COLUMNS and clauses, values as ? placeholders
+        return [_decoded(r) for r in self._store.query(sql, [*args, f.limit, f.offset])]
+
+    def count(self, f: QueryFilter) -> int:
+        """How many rows match (a page's total)."""
+        where, args = f.where()
+        return int(self._store.query(f"SELECT COUNT(*) AS n FROM query_log {where}", args)[0]["n"])  # noqa: S608 - constant clauses, values as ? placeholders
 
     def get(self, qid: int) -> dict[str, Any] | None:
-        found = self._store.query(f"SELECT {COLUMNS} FROM query_log WHERE id = ?", [qid])  # noqa: S608 - constant COLUMNS, values as ? placeholders
-        return _decoded(found[0]) if found else None
+        """One row in full: every column the table has (later migrations add some, e.g. the passages a turn
+        was given), JSON columns decoded; the process id is left out."""
+        found = self._store.query("SELECT * FROM query_log WHERE id = ?", [qid])
+        if not found:
+            return None
+        row = {k: v for k, v in found[0].items() if k != "pid"}
+        for key, value in row.items():
+            if key in JSON_EXTRA and isinstance(value, str) and value[:1] in "[{":
+                with contextlib.suppress(ValueError):
+                    row[key] = json.loads(value)
+        return _decoded(row)
 
     def prune(self, before: float, *, dry_run: bool = False) -> int:
         """Rows that started before `before` and are not running."""

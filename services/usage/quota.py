@@ -66,6 +66,12 @@ class Quota:
         found = {r["key"]: int(json.loads(r["value"])) for r in rows}
         return DayUsage(day, found.get(mine, 0), found.get(total, 0))
 
+    def today(self) -> dict[str, int]:
+        """Every counter of today: each session's tokens, and `global` for all of them."""
+        day = self.day()
+        rows = self._store.query("SELECT key, value FROM kv WHERE key LIKE ?", [_key(day, "%")])
+        return {r["key"][len(_key(day, "")):]: int(json.loads(r["value"])) for r in rows}
+
     def open(self, session: str, user: str, *, tally: bool = True) -> MessageLimits:
         """The limits of a message from `user` (a clock run: its task's creator) in `session`."""
         exempt = self.settings.admins_exempt and bool(user) and self._is_admin(user)
