@@ -133,29 +133,27 @@ async def _export(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
 
 
 async def _prune(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
-    from checkpoints.maintenance import prune_threads, vacuum
+    from ania.retention import prune_stored
     from core.settings import load_settings
     from services.store import AppStore
     from services.usage import QueryLog
 
     before = datetime.now(UTC) - timedelta(seconds=args.older_than)
-    rows, running = 0, set()
     db = paths.data_dir / "ania.db"
-    if db.exists():
-        store = AppStore(db)
-        try:
-            running = {r["session"] for r in store.query("SELECT DISTINCT session FROM query_log "
-                                                          "WHERE status = 'running'")}
-            rows = QueryLog(store, load_settings(paths.config_dir).logs).prune(before.timestamp(), dry_run=args.dry_run)
-        finally:
+    store = AppStore(db) if db.exists() else None
+    try:
+        queries = QueryLog(store, load_settings(paths.config_dir).logs) if store is not None else None
+        done = await prune_stored(saver, store, queries, before, dry_run=args.dry_run)
+    finally:
+        if store is not None:
             store.close()
-    report = await prune_threads(saver, before, dry_run=args.dry_run, running=running)
+    report = done.report
     verb = "would delete" if args.dry_run else "deleted"
     print(f"{verb}: {len(report.sessions_deleted)} idle session(s), {report.checkpoints} checkpoint(s), "
-          f"{report.writes} write(s), {rows} query row(s) older than {before.astimezone():%Y-%m-%d %H:%M}")
+          f"{report.writes} write(s), {done.query_rows} query row(s) older than {before.astimezone():%Y-%m-%d %H:%M}")
     for key in report.sessions_deleted:
         print(f"  session {key}")
-    if not args.dry_run and report.checkpoints and not await vacuum(saver):
+    if not done.vacuumed:
         print("note: the file was not compacted (in use); the space is reused by new checkpoints")
     return 0
 

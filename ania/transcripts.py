@@ -14,7 +14,15 @@ import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage, message_to_dict
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+)
 
 from checkpoints.transcript import Entry
 
@@ -65,14 +73,14 @@ def content_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-def summary_text(message: AnyMessage) -> str:
+def summary_text(message: BaseMessage) -> str:
     """A compaction summary without its tags."""
     text = content_text(message.content)
     found = SUMMARY.match(text)
     return found.group(1) if found else text
 
 
-def _message_md(m: AnyMessage) -> list[str]:
+def _message_md(m: BaseMessage) -> list[str]:
     text = content_text(m.content)
     if isinstance(m, HumanMessage):
         return [f"**{m.response_metadata.get('sender') or 'user'}**:", "", text, ""]

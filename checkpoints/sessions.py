@@ -68,6 +68,41 @@ async def list_sessions(saver: BaseCheckpointSaver[str]) -> list[SessionInfo]:
     return [SessionInfo(k, counts[k]) for k in sorted(counts)]
 
 
+@dataclass(frozen=True)
+class SessionRow:
+    """A session as a list shows it: key, checkpoints, its newest checkpoint and when that was written."""
+
+    key: str
+    checkpoints: int
+    newest: str
+    at: datetime | None
+
+
+PAGE_SQL = ("SELECT thread_id, COUNT(*), MAX(checkpoint_id) AS newest FROM checkpoints WHERE checkpoint_ns = '' {where} "
+            "GROUP BY thread_id ORDER BY newest DESC, thread_id LIMIT ? OFFSET ?")
+COUNT_SQL = "SELECT COUNT(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = '' {where}"
+
+
+async def page_sessions(saver: BaseCheckpointSaver[str], search: str = "", offset: int = 0,
+                        limit: int = 50) -> tuple[list[SessionRow], int]:
+    """Sessions whose key contains `search` (case-insensitive), most recently written first: one page, and
+    how many match. SQLite pages in SQL; another saver lists them all first."""
+    if not isinstance(saver, AsyncSqliteSaver):
+        rows = [SessionRow(i.key, i.checkpoints, "", None) for i in await list_sessions(saver)
+                if search.lower() in i.key.lower()]
+        return rows[offset:offset + limit], len(rows)
+    where, args = "", []
+    if search:
+        escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        where, args = "AND thread_id LIKE ? ESCAPE '\\'", [f"%{escaped}%"]
+    await saver.setup()
+    async with saver.lock:
+        found = await saver.conn.execute_fetchall(PAGE_SQL.format(where=where), (*args, limit, offset))
+        total = list(await saver.conn.execute_fetchall(COUNT_SQL.format(where=where), tuple(args)))
+    return ([SessionRow(str(k), int(n), str(newest), checkpoint_time(str(newest))) for k, n, newest in found],
+            int(total[0][0]) if total else 0)
+
+
 RECENT_SQL = ("SELECT thread_id, MAX(checkpoint_id) AS newest FROM checkpoints WHERE checkpoint_ns = '' "
               "GROUP BY thread_id ORDER BY newest DESC")
 #: A chat's own session (`f:<user>`, `g:<group>`): not a subagent, replay or clock thread, nor a Studio copy.

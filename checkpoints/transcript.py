@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
+from langchain_core.messages import BaseMessage, RemoveMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver, writes_sort_key
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -38,7 +38,7 @@ class Entry:
     """One message of the conversation, or one compaction (`message` is then its summary)."""
 
     kind: Literal["message", "compaction"]
-    message: AnyMessage
+    message: BaseMessage
     #: The checkpoint the step that wrote it started from (`--at` of fork and replay), and when it ended.
     checkpoint: str
     at: datetime | None
@@ -55,15 +55,15 @@ async def full_transcript(saver: BaseCheckpointSaver[str], session_key: str) -> 
                 for m in messages] or None
     await saver.setup()
     async with saver.lock:
-        latest = await saver.conn.execute_fetchall(LATEST_SQL, (session_key,))
+        latest = list(await saver.conn.execute_fetchall(LATEST_SQL, (session_key,)))
         if not latest:
             return None
         chain = [str(r[0]) for r in await saver.conn.execute_fetchall(
             CHAIN_SQL, (session_key, latest[0][0], session_key))][::-1]  # oldest first
         rows = list(await saver.conn.execute_fetchall(WRITES_SQL, (session_key,)))
-        first = await saver.conn.execute_fetchall(
+        first = list(await saver.conn.execute_fetchall(
             "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
-            (session_key, chain[0]))
+            (session_key, chain[0])))
     fold = _Fold()
     fold.seed(_stored_messages(saver, first[0] if first else None), chain[0])
     order = {cid: i for i, cid in enumerate(chain[:-1])}  # the newest checkpoint's writes are pending
@@ -75,7 +75,7 @@ async def full_transcript(saver: BaseCheckpointSaver[str], session_key: str) -> 
     return fold.entries()
 
 
-def _stored_messages(saver: AsyncSqliteSaver, row: Any) -> list[AnyMessage]:
+def _stored_messages(saver: AsyncSqliteSaver, row: Any) -> list[BaseMessage]:
     """The copy of the history stored at a checkpoint (the oldest kept one of a pruned session), if any."""
     if row is None:
         return []
@@ -94,7 +94,7 @@ class _Fold:
         self._entries: dict[str, Entry] = {}  # by message id (a compaction's by its summary's), in order
         self._live: list[str] = []  # the ids in the history as the graph holds it
 
-    def seed(self, messages: list[AnyMessage], checkpoint: str) -> None:
+    def seed(self, messages: list[BaseMessage], checkpoint: str) -> None:
         at = checkpoint_time(checkpoint)
         for m in messages:
             mid = m.id or str(uuid.uuid4())
