@@ -38,6 +38,7 @@ from core.settings.check import (
     unknown_in_env,
     unknown_in_file,
 )
+from core.settings.panel import PanelSettings
 from core.settings.platform import FilesSettings, MemeSettings, OneBotSettings, WebSettings
 from core.settings.sections import (
     AgentSettings,
@@ -83,6 +84,7 @@ __all__ = [
     "MCPSettings",
     "MemeSettings",
     "OneBotSettings",
+    "PanelSettings",
     "Paths",
     "QuotaSettings",
     "Settings",
@@ -127,6 +129,7 @@ class Settings(BaseSettings):
     quota: QuotaSettings = Field(default_factory=QuotaSettings)
     logs: LogsSettings = Field(default_factory=LogsSettings)
     engine: EngineSettings = Field(default_factory=EngineSettings)
+    panel: PanelSettings = Field(default_factory=PanelSettings)
 
     #: The file `load_settings` read (or would have read: it may not exist); errors name it.
     config_file: ClassVar[Path | None] = None
@@ -171,7 +174,7 @@ ADMINS_ONLY_KEYS = frozenset({
     "bot.admins", "bot.users", "bot.blocked_users", "bot.groups", "bot.system_prompt",
     "bash.blacklist", "bash.whitelist", "bash.workdir", "files.allowed_dirs",
     "llm.base_url", "embedding.base_url", "vision.base_url", "knowledge.chroma_url",
-    "onebot.ws_url", "onebot.listen", "onebot.path", "web.search_url", "web.reader_url", "meme.url",
+    "onebot.ws_url", "onebot.listen", "panel.listen", "panel.public_url", "onebot.path", "web.search_url", "web.reader_url", "meme.url",
 })
 
 
