@@ -78,8 +78,8 @@ class SessionRow:
     at: datetime | None
 
 
-PAGE_SQL = ("SELECT thread_id, COUNT(*), MAX(checkpoint_id) AS newest FROM checkpoints WHERE checkpoint_ns = '' {where} "
-            "GROUP BY thread_id ORDER BY newest DESC, thread_id LIMIT ? OFFSET ?")
+PAGE_SQL = ("SELECT thread_id, COUNT(*), MAX(checkpoint_id) AS newest FROM checkpoints "
+            "WHERE checkpoint_ns = '' {where} GROUP BY thread_id ORDER BY newest DESC, thread_id LIMIT ? OFFSET ?")
 COUNT_SQL = "SELECT COUNT(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = '' {where}"
 
 

@@ -13,6 +13,7 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import PanelContext, panel_context
+from ania.panel.labels import script_labels
 from ania.panel.oplog import record_panel_op
 from ania.panel.render import BadInput, api_error, json_body, page_args, paged, render
 from services.knowledge import GLOBAL, check_scope
@@ -28,13 +29,14 @@ def _scope(request: Request) -> str:
 async def documents_page(ctx: PanelContext, scope: str, page: int, size: int) -> dict[str, Any]:
     knowledge = ctx.services.knowledge
     docs, total = await knowledge.list_documents(scope, size, (page - 1) * size)
-    scopes = await knowledge.scopes()
+    scopes = sorted((await knowledge.scopes()).items(), key=lambda kv: (kv[0] != GLOBAL, kv[0]))
     return {**paged([asdict(d) for d in docs], total, page, size), "scope": scope,
-            "scopes": [{"scope": s, "documents": n} for s, n in sorted(scopes.items(), key=lambda kv: (kv[0] != GLOBAL, kv[0]))]}
+            "scopes": [{"scope": s, "documents": n} for s, n in scopes]}
 
 
 async def page(request: Request) -> HTMLResponse:
-    return render(request, "knowledge.html", {"title_key": "knowledge.title", "scope": _scope(request)})
+    return render(request, "knowledge.html", {"title_key": "knowledge.title", "scope": _scope(request),
+                                              "labels": script_labels(request, "knowledge")})
 
 
 async def api_list(request: Request) -> JSONResponse:

@@ -12,6 +12,7 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import PanelContext, panel_context
+from ania.panel.labels import script_labels
 from ania.panel.oplog import record_panel_op
 from ania.panel.render import BadInput, api_error, page_args, paged, render
 
@@ -39,7 +40,8 @@ def _session(request: Request) -> str | None:
 
 
 async def page(request: Request) -> HTMLResponse:
-    return render(request, "memory.html", {"title_key": "memory.title", "session": _session(request) or ""})
+    return render(request, "memory.html", {"title_key": "memory.title", "session": _session(request) or "",
+                                              "labels": script_labels(request, "memory")})
 
 
 async def api_list(request: Request) -> JSONResponse:

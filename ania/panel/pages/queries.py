@@ -12,6 +12,7 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import PanelContext, panel_context
+from ania.panel.labels import script_labels
 from ania.panel.oplog import record_panel_op
 from ania.panel.pages.sessions import run_replay
 from ania.panel.render import BadInput, api_error, page_args, paged, render
@@ -70,7 +71,8 @@ def _qid(request: Request) -> int:
 
 
 async def page(request: Request) -> HTMLResponse:
-    return render(request, "queries.html", {"title_key": "queries.title", "statuses": STATUSES})
+    return render(request, "queries.html", {"title_key": "queries.title", "statuses": STATUSES,
+                                            "labels": script_labels(request, "queries")})
 
 
 async def api_list(request: Request) -> JSONResponse:

@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from ania.cli import SESSION_KEY
 from ania.panel.context import PanelContext, panel_context
+from ania.panel.labels import script_labels
 from ania.panel.oplog import record_panel_op
 from ania.panel.render import BadInput, api_error, json_body, page_args, paged, render
 from ania.replay import replay_on
@@ -79,12 +80,14 @@ async def run_replay(ctx: PanelContext, key: str, at: str, message: str | None) 
 
 
 async def page(request: Request) -> HTMLResponse:
-    return render(request, "sessions.html", {"title_key": "sessions.title"})
+    return render(request, "sessions.html", {"title_key": "sessions.title",
+                                             "labels": script_labels(request, "sessions")})
 
 
 async def show_page(request: Request) -> HTMLResponse:
     return render(request, "session.html", {"title_key": "sessions.transcript",
-                                            "key": request.query_params.get("key", "")[:MAX_KEY]})
+                                            "key": request.query_params.get("key", "")[:MAX_KEY],
+                                            "labels": script_labels(request, "sessions")})
 
 
 async def api_list(request: Request) -> JSONResponse:
