@@ -1,4 +1,4 @@
-"""The `ania` command: `ania chat`, `demo`, `serve`, `sessions ...`, `logs ...`, `kb ...`, `fake-llm`.
+"""The `ania` command: `ania chat`, `demo`, `serve`, `panel`, `sessions ...`, `logs ...`, `kb ...`, `fake-llm`.
 
 Start-up order matters to a person waiting at the terminal: the arguments are parsed with nothing but
 argparse loaded (`ania --help` and `--version` import no project module), then the settings are read
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ania import logs_cli, sessions_cli
+from ania import logs_cli, panel_cli, sessions_cli
 
 if TYPE_CHECKING:
     from core.settings import Paths, Settings
@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions_cli.add_actions(ssub, session_key)
     logs_cli.add_parser(sub)
     kb_parser(sub)
+    panel_cli.add_parser(sub)
     fake = sub.add_parser("fake-llm", help="serve a scripted OpenAI-compatible model on 127.0.0.1",
                           description="Serve a scripted OpenAI-compatible model on 127.0.0.1 until Ctrl-C; point "
                                       "llm.base_url at the printed URL (model name: scripted-model).")
@@ -203,7 +204,7 @@ def _command(args: argparse.Namespace) -> int:
 
     if args.cmd == "fake-llm":
         return _fake_llm(args.port, args.script)
-    if args.cmd in ("logs", "sessions", "kb"):  # they may write the stores: private, like the bot's files
+    if args.cmd in ("logs", "sessions", "kb", "panel"):  # they may write the stores: private, like the bot's files
         from core.settings import Paths
         from services.datadir import make_private
 
@@ -220,6 +221,8 @@ def _command(args: argparse.Namespace) -> int:
         from ania import kb_cli
 
         return asyncio.run(kb_cli.run(args))
+    if args.cmd == "panel":
+        return panel_cli.run(args)
     return _chat(args)
 
 
@@ -265,20 +268,31 @@ async def _chat_engine(args: argparse.Namespace, paths: Paths, settings: Setting
         local_admins = (LOCAL_USER,)  # ... and is an admin
     engine = await Engine.start(paths.config_dir, paths.data_dir, settings=settings, local_admins=local_admins)
     settle_heap()
+    panel = None
     try:
+        from ania.panel.server import PanelServer, wanted
+
+        if wanted(settings.panel, args.cmd):
+            panel = PanelServer(engine, settings.panel, mode="serve" if args.cmd == "serve" else "chat",
+                                say=lambda line: print(line, file=sys.stderr, flush=True))
+            await panel.start()
+        ready = panel.attach if panel is not None else None
         if args.cmd == "serve":
             from ania.platforms.onebot import run_serve
 
-            await run_serve(engine)
+            await run_serve(engine, ready=ready)
         else:
             from ania.platforms.terminal import run_terminal
 
             note = "offline scripted model (it echoes; --script FILE scripts it)" if demo else ""
-            outcome = await run_terminal(engine, args.session, user, note=note, local=bool(local_admins))
+            outcome = await run_terminal(engine, args.session, user, note=note, local=bool(local_admins),
+                                         ready=ready)
             if outcome.failed and not sys.stdin.isatty():  # a script reads the exit status, a person the replies
                 print(f"ania: {outcome.failed} of {outcome.turns} message(s) failed", file=sys.stderr)
                 return 1
     finally:
+        if panel is not None:
+            await panel.stop()
         await engine.close()
     return 0
 

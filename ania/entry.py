@@ -146,9 +146,13 @@ class MessageEntry:
 
     async def reboot(self, session_key: str, user_id: str) -> str:
         """Admins only. New settings are checked before anything stops; a broken file changes nothing."""
-        services = self.engine.services
-        if not services.admins.is_admin(user_id):
+        if not self.engine.services.admins.is_admin(user_id):
             return "Only an admin can restart the bot."
+        return await self.restart(session_key, user_id)
+
+    async def restart(self, session_key: str, actor: str) -> str:
+        """/reboot without the admin check: for the operator's own tools (the web panel, actor "panel")."""
+        services = self.engine.services
         try:
             settings = load_settings(services.paths.config_dir)
         except ConfigError as e:
@@ -161,7 +165,7 @@ class MessageEntry:
                 stopped += n
                 if n and key != session_key:
                     await self.bridge_for(key).send_text(REBOOT_STOPPED)
-            services.store.log_op("reboot", session_key, user_id, {"stopped_turns": stopped})
+            services.store.log_op("reboot", session_key, actor, {"stopped_turns": stopped})
             try:
                 await self.engine.reboot(settings)
             except Exception as e:  # noqa: BLE001 - any failure keeps the previous engine, and the user is told why

@@ -24,10 +24,12 @@ import httpx
 from starlette.applications import Starlette
 
 from ania.engine import Engine
+from ania.entry import MessageEntry
 from ania.fakes.openai_server import ScriptedOpenAI
 from ania.panel.app import build_app
 from ania.panel.auth import PanelAuth
 from ania.panel.context import PanelContext
+from ania.panel.server import detached_entry
 from core.settings import Settings
 from services.hooks.types import NoHooks
 from tests.conftest import make_settings
@@ -47,6 +49,10 @@ class PanelHarness:
     anon: httpx.AsyncClient
     token: str
     tmp_path: Path
+    #: Messages in, as a chat would send them (`await p.entry.submit("g:1", "u1", "hi")`); the panel's reboot
+    #: goes through it. What the bot says lands in `out` (session → texts).
+    entry: MessageEntry
+    out: dict[str, list[str]]
 
     def new_client(self, **headers: str) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url=BASE_URL, headers=headers)
@@ -76,15 +82,24 @@ async def open_panel(tmp_path: Path, llm: ScriptedOpenAI, *, settings: Settings 
     auth = PanelAuth(data, settings.panel)
     token, _ = auth.ensure_token()
 
-    async def reboot() -> str:
-        await engine.reboot()
-        return "Restarted."
+    out: dict[str, list[str]] = {}
 
-    ctx = PanelContext(engine=engine, reboot=reboot, auth=auth, mode="alone", started=time.time())
+    async def send(session: str, text: str) -> None:
+        out.setdefault(session, []).append(text)
+
+    async def outbox(session: str, text: str) -> bool:
+        await send(session, text)
+        return True
+
+    engine.services.outboxes.attach("panel test", outbox)
+    entry = detached_entry(engine, send)
+    ctx = PanelContext(engine=engine, reboot=lambda: entry.restart("", "panel"), auth=auth, mode="alone",
+                       started=time.time())
     app = build_app(ctx)
-    harness = PanelHarness(ctx, app, httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL,
+    transport = httpx.ASGITransport(app=app)
+    harness = PanelHarness(ctx, app, httpx.AsyncClient(transport=transport, base_url=BASE_URL,
                                                        headers={"Authorization": f"Bearer {token}"}),
-                           httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE_URL), token, tmp_path)
+                           httpx.AsyncClient(transport=transport, base_url=BASE_URL), token, tmp_path, entry, out)
     try:
         yield harness
     finally:

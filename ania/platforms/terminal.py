@@ -143,7 +143,8 @@ class Outcome:
 
 
 async def run_terminal(engine: Engine, session_key: str, user_id: str, out: TextIO = sys.stdout, *,
-                       note: str = "", stdin_fd: int = 0, local: bool = False) -> Outcome:
+                       note: str = "", stdin_fd: int = 0, local: bool = False,
+                       ready: Callable[[MessageEntry, None], None] | None = None) -> Outcome:
     """`local`: the person at the terminal is the bot's operator (no --user), who may speak `/as` others."""
     tty_in = os.isatty(stdin_fd)
     llm = engine.services.settings.llm
@@ -160,6 +161,8 @@ async def run_terminal(engine: Engine, session_key: str, user_id: str, out: Text
         unfilter = _clear_before_logs(status)
     bridge = ChatBridge(chat.send, engine.services.paths.data_dir / "outbox" / session_key)
     entry = MessageEntry(engine, lambda _key: bridge)
+    if ready is not None:  # the web panel (ania/panel/server.py): a reboot from it stops this entry's turns
+        ready(entry, None)
     lines = StdinLines(stdin_fd)
     if tty_in:
         _greet(out, engine, session_key, user_id, llm, note)

@@ -174,7 +174,8 @@ ADMINS_ONLY_KEYS = frozenset({
     "bot.admins", "bot.users", "bot.blocked_users", "bot.groups", "bot.system_prompt",
     "bash.blacklist", "bash.whitelist", "bash.workdir", "files.allowed_dirs",
     "llm.base_url", "embedding.base_url", "vision.base_url", "knowledge.chroma_url",
-    "onebot.ws_url", "onebot.listen", "panel.listen", "panel.public_url", "onebot.path", "web.search_url", "web.reader_url", "meme.url",
+    "onebot.ws_url", "onebot.listen", "onebot.path", "panel.listen", "panel.public_url", "web.search_url",
+    "web.reader_url", "meme.url",
 })
 
 

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ from services.configure.files import CONFIG_FILES, MASK, MAX_FILE, TAKES_EFFECT,
 from services.files import atomic_write_text
 from services.store import AppStore
 
-_UNSET = object()
+#: No value (a key the file does not hold, or holds at its running value).
+UNSET: Any = object()
 ADMINS_ONLY_VALUE = "shown to admins only"
 
 
@@ -48,6 +50,21 @@ def masked_set_args(raw: dict[str, Any]) -> dict[str, Any]:
     """config_set's arguments with the value of a sensitive key masked (approval prompt, operation log)."""
     sensitive = {k.key for k in registry() if k.sensitive}
     return {**raw, "value": MASK} if str(raw.get("key", "")).strip() in sensitive and "value" in raw else raw
+
+
+@dataclass(frozen=True)
+class KeyView:
+    """One key as config_get and the web panel show it: `value` running (masked if sensitive), `pending` what
+    the file holds for the next reboot (`UNSET` when nothing differs), `from_env` an environment override."""
+
+    info: KeyInfo
+    value: Any
+    pending: Any
+    from_env: bool
+
+    @property
+    def needs_reboot(self) -> bool:
+        return self.pending is not UNSET and not self.from_env
 
 
 class ConfigEditor:
@@ -79,22 +96,31 @@ class ConfigEditor:
         """One key, or every key: the running value (masked if sensitive), what the file will change. For a
         non-admin, the value of a key in `ADMINS_ONLY_KEYS` is not shown at all."""
         infos = [self.key(key)] if key else list(self.keys.values())
-        saved = self._file_values()
         lines = [] if key else [f"Settings ({len(infos)}; running values; config_set writes {CONFIG_FILE}, "
                                 "which takes effect after /reboot):"]
-        for info in infos:
+        for view in self.views(infos):
+            info = view.info
             if info.admins_only and not admin:
                 lines.append(f"{info.key} = ({ADMINS_ONLY_VALUE}) — {info.description}")
                 continue
-            value = self.running(info)
-            line = f"{info.key} = {shown(masked(info, value))}"
-            on_file = saved.get(info.key, _UNSET)
-            if _env_set(info.env):
+            line = f"{info.key} = {shown(view.value)}"
+            if view.from_env:
                 line += f" (from the environment, {info.env})"
-            elif on_file is not _UNSET and on_file != value:
-                line += f" ({CONFIG_FILE} has {shown(masked(info, on_file))}: after /reboot)"
+            elif view.pending is not UNSET:
+                line += f" ({CONFIG_FILE} has {shown(view.pending)}: after /reboot)"
             lines.append(f"{line} — {info.description}" + (" [sensitive]" if info.sensitive else ""))
         return "\n".join(lines)
+
+    def views(self, infos: list[KeyInfo] | None = None) -> list[KeyView]:
+        """Each key's running value and what the file will change at the next reboot, sensitive ones masked."""
+        saved = self._file_values()
+        out = []
+        for info in infos if infos is not None else list(self.keys.values()):
+            value = self.running(info)
+            on_file = saved.get(info.key, UNSET)
+            pending = masked(info, on_file) if on_file is not UNSET and on_file != value else UNSET
+            out.append(KeyView(info, masked(info, value), pending, _env_set(info.env)))
+        return out
 
     def _file_values(self) -> dict[str, Any]:
         try:

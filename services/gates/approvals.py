@@ -195,6 +195,19 @@ class Approvals:
         parsed = parse_reply(text) if here else None
         return None if parsed is None else (*parsed, here)
 
+    def open_questions(self) -> list[Pending]:
+        """Every question still waiting, oldest first (the web panel lists them)."""
+        return [p for p in self._pending.values() if not p.future.done()]
+
+    def answer_as_operator(self, rid: str, verdict: Verdict, by: str) -> Pending | None:
+        """Decide question `rid` as the bot's operator (the web panel, like the `ania` command line, is not a
+        chat member: who-may-answer does not apply). None when no such question waits (any more)."""
+        pending = self._pending.get(rid)
+        if pending is None or pending.future.done():
+            return None
+        pending.future.set_result({"decision": verdict, "by": by})
+        return pending
+
     def is_waiting(self, place: str) -> bool:
         return bool(self._here(place))
 

@@ -13,8 +13,8 @@ ends add its tokens (already folded: model calls, compaction, subagents) to the 
 
 from services.usage.limits import MessageLimits
 from services.usage.meter import UsageMeter
-from services.usage.querylog import MAX_CALLS, STATUSES, QueryFilter, QueryLog, read_ops
+from services.usage.querylog import MAX_CALLS, STATUSES, QueryFilter, QueryLog, count_ops, op_kinds, read_ops
 from services.usage.quota import DayUsage, Quota
 
 __all__ = ["MAX_CALLS", "STATUSES", "DayUsage", "MessageLimits", "QueryFilter", "QueryLog", "Quota", "UsageMeter",
-           "read_ops"]
+           "count_ops", "op_kinds", "read_ops"]

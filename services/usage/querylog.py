@@ -159,18 +159,38 @@ def _alive(pid: int | None) -> bool:
     return True
 
 
-def read_ops(store: AppStore, *, session: str | None = None, kind: str | None = None, since: float | None = None,
-             limit: int = 50) -> list[dict[str, Any]]:
-    """The operation log (R3: approvals, config, skill, MCP changes, reboots), newest first."""
+def _ops_where(session: str | None, kind: str | None, since: float | None, actor: str | None = None,
+               until: float | None = None) -> tuple[str, list[Any]]:
     where: list[str] = []
     args: list[Any] = []
-    for column, value in (("session", session), ("kind", kind)):
+    for column, value in (("session", session), ("kind", kind), ("actor", actor)):
         if value:
             where.append(f"{column} = ?")
             args.append(value)
-    if since is not None:
-        where.append("ts >= ?")
-        args.append(since)
-    sql = (f"SELECT id, ts, kind, session, actor, detail FROM op_log {'WHERE ' + ' AND '.join(where) if where else ''}"  # noqa: S608 - constant column names and clauses, values as ? placeholders
-           " ORDER BY id DESC LIMIT ?")
-    return [{**r, "detail": json.loads(r["detail"] or "{}")} for r in store.query(sql, [*args, limit])]
+    for clause, bound in (("ts >= ?", since), ("ts < ?", until)):
+        if bound is not None:
+            where.append(clause)
+            args.append(bound)
+    return ("WHERE " + " AND ".join(where) if where else ""), args
+
+
+def read_ops(store: AppStore, *, session: str | None = None, kind: str | None = None, since: float | None = None,
+             limit: int = 50, actor: str | None = None, until: float | None = None,
+             offset: int = 0) -> list[dict[str, Any]]:
+    """The operation log (R3: approvals, config, skill, MCP changes, reboots), newest first."""
+    where, args = _ops_where(session, kind, since, actor, until)
+    sql = (f"SELECT id, ts, kind, session, actor, detail FROM op_log {where}"  # noqa: S608 - constant column names and clauses, values as ? placeholders
+           " ORDER BY id DESC LIMIT ? OFFSET ?")
+    return [{**r, "detail": json.loads(r["detail"] or "{}")} for r in store.query(sql, [*args, limit, offset])]
+
+
+def count_ops(store: AppStore, *, session: str | None = None, kind: str | None = None, since: float | None = None,
+              actor: str | None = None, until: float | None = None) -> int:
+    """How many rows `read_ops` would page through with the same filters."""
+    where, args = _ops_where(session, kind, since, actor, until)
+    return int(store.query(f"SELECT COUNT(*) AS n FROM op_log {where}", args)[0]["n"])  # noqa: S608 - as above
+
+
+def op_kinds(store: AppStore) -> list[str]:
+    """The kinds the log holds (the panel's filter offers them)."""
+    return [r["kind"] for r in store.query("SELECT DISTINCT kind FROM op_log ORDER BY kind")]

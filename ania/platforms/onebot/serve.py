@@ -10,14 +10,20 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Callable
 
 from ania.engine import Engine
+from ania.entry import MessageEntry
 from ania.platforms.onebot.adapter import OneBotAdapter
 
 log = logging.getLogger(__name__)
 
 
-async def run_serve(engine: Engine, stop: asyncio.Event | None = None) -> None:
+#: Told the bot's message entry and its platform's status once they exist (the web panel: ania/panel/server.py).
+Ready = Callable[[MessageEntry, Callable[[], bool] | None], None]
+
+
+async def run_serve(engine: Engine, stop: asyncio.Event | None = None, ready: Ready | None = None) -> None:
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     installed = []
@@ -27,6 +33,8 @@ async def run_serve(engine: Engine, stop: asyncio.Event | None = None) -> None:
             installed.append(sig)
     adapter = OneBotAdapter(engine)
     await adapter.start()
+    if ready is not None:
+        ready(adapter.entry, lambda: adapter.conn.connected)
     s = engine.services.settings.onebot
     where = s.ws_url or f"ws://{s.listen}/{s.path.strip('/')}"
     log.info("ania serve: OneBot v11 on %s; Ctrl-C or SIGTERM stops", where)
