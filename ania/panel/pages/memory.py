@@ -14,9 +14,8 @@ from starlette.routing import BaseRoute, Route
 from ania.panel.context import PanelContext, panel_context
 from ania.panel.labels import script_labels
 from ania.panel.oplog import record_panel_op
-from ania.panel.render import BadInput, api_error, page_args, paged, render
-
-MAX_KEY = 300
+from ania.panel.query_args import text_arg
+from ania.panel.render import api_error, page_args, paged, render
 
 
 async def memories_page(ctx: PanelContext, session: str | None, page: int, size: int) -> dict[str, Any]:
@@ -32,21 +31,14 @@ async def memories_page(ctx: PanelContext, session: str | None, page: int, size:
             "sessions": [{"session": s, "memories": n} for s, n in sorted(chats.items())]}
 
 
-def _session(request: Request) -> str | None:
-    value = request.query_params.get("session", "").strip()
-    if len(value) > MAX_KEY:
-        raise BadInput(f"session is longer than {MAX_KEY} characters")
-    return value or None
-
-
 async def page(request: Request) -> HTMLResponse:
-    return render(request, "memory.html", {"title_key": "memory.title", "session": _session(request) or "",
+    return render(request, "memory.html", {"title_key": "memory.title", "session": text_arg(request, "session") or "",
                                               "labels": script_labels(request, "memory")})
 
 
 async def api_list(request: Request) -> JSONResponse:
     page_no, size = page_args(request)
-    return JSONResponse(await memories_page(panel_context(request), _session(request), page_no, size))
+    return JSONResponse(await memories_page(panel_context(request), text_arg(request, "session"), page_no, size))
 
 
 async def api_delete(request: Request) -> JSONResponse:

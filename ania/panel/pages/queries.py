@@ -15,41 +15,23 @@ from ania.panel.context import PanelContext, panel_context
 from ania.panel.labels import script_labels
 from ania.panel.oplog import record_panel_op
 from ania.panel.pages.sessions import run_replay
+from ania.panel.query_args import text_arg, time_arg
 from ania.panel.render import BadInput, api_error, page_args, paged, render
-from ania.when import parse_when
 from services.usage import STATUSES, QueryFilter
 
 #: Characters of a row's input and reply in the list (the detail has them whole).
 LIST_CHARS = 200
-MAX_ARG = 200
-
-
-def _text_arg(request: Request, name: str) -> str | None:
-    value = request.query_params.get(name, "").strip()
-    if len(value) > MAX_ARG:
-        raise BadInput(f"{name} is longer than {MAX_ARG} characters")
-    return value or None
-
-
-def _time_arg(request: Request, name: str) -> float | None:
-    value = _text_arg(request, name)
-    if value is None:
-        return None
-    try:
-        return parse_when(value)
-    except ValueError as e:
-        raise BadInput(f"{name}: {e}") from None
 
 
 def query_filter(request: Request, page: int, size: int) -> QueryFilter:
     """The list's conditions from the query string (chat, user, status, tool, since, until); BadInput says
     what is wrong with one."""
-    status = _text_arg(request, "status")
+    status = text_arg(request, "status")
     if status is not None and status not in STATUSES:
         raise BadInput(f"unknown status {status!r}; one of: {', '.join(STATUSES)}")
-    return QueryFilter(session=_text_arg(request, "session"), status=status, since=_time_arg(request, "since"),
-                       tool=_text_arg(request, "tool"), sender=_text_arg(request, "user"),
-                       until=_time_arg(request, "until"), limit=size, offset=(page - 1) * size)
+    return QueryFilter(session=text_arg(request, "session"), status=status, since=time_arg(request, "since"),
+                       tool=text_arg(request, "tool"), sender=text_arg(request, "user"),
+                       until=time_arg(request, "until"), limit=size, offset=(page - 1) * size)
 
 
 def _short(row: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from ania.cli import SESSION_KEY
 from ania.panel.context import PanelContext, panel_context
 from ania.panel.labels import script_labels
 from ania.panel.oplog import record_panel_op
+from ania.panel.query_args import text_arg
 from ania.panel.render import BadInput, api_error, json_body, page_args, paged, render
 from ania.replay import replay_on
 from ania.retention import prune_stored
@@ -92,9 +93,7 @@ async def show_page(request: Request) -> HTMLResponse:
 
 async def api_list(request: Request) -> JSONResponse:
     page_no, size = page_args(request)
-    search = request.query_params.get("q", "").strip()
-    if len(search) > MAX_KEY:
-        raise BadInput(f"q is longer than {MAX_KEY} characters")
+    search = text_arg(request, "q") or ""
     return JSONResponse(await sessions_page(panel_context(request), search, page_no, size))
 
 

@@ -10,10 +10,10 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from ania.panel.context import PanelContext, panel_context
-from ania.panel.render import BadInput, render
+from ania.panel.query_args import text_arg
+from ania.panel.render import render
 from services.usage.report import usage_report
 
-MAX_KEY = 300
 #: The chart's drawing area (SVG user units).
 WIDTH, HEIGHT, PAD = 600, 160, 4
 
@@ -35,15 +35,8 @@ def chart(days: list[dict[str, Any]], quota: int) -> dict[str, Any]:
     return {"width": WIDTH, "height": HEIGHT, "bars": bars, "quota_y": line, "top": top}
 
 
-def _session(request: Request) -> str | None:
-    value = request.query_params.get("session", "").strip()
-    if len(value) > MAX_KEY:
-        raise BadInput(f"session is longer than {MAX_KEY} characters")
-    return value or None
-
-
 async def page(request: Request) -> HTMLResponse:
-    session = _session(request)
+    session = text_arg(request, "session")
     data = usage_data(panel_context(request), session)
     quotas = data["quotas"]
     quota = quotas["session_daily_tokens"] if session else quotas["global_daily_tokens"]
@@ -52,7 +45,7 @@ async def page(request: Request) -> HTMLResponse:
 
 
 async def api(request: Request) -> JSONResponse:
-    return JSONResponse(usage_data(panel_context(request), _session(request)))
+    return JSONResponse(usage_data(panel_context(request), text_arg(request, "session")))
 
 
 def routes() -> list[BaseRoute]:
