@@ -100,11 +100,19 @@ async def test_usage_today_and_the_last_30_days_against_the_quotas(tmp_path, scr
         assert set(per_chat) == {"g:club", "f:bob"} and today["global"] == sum(per_chat.values()) > 0
         assert data["quotas"]["global_daily_tokens"] == 100_000 and len(data["days"]) == 30
         assert data["days"][-1]["day"] == data["day"] and data["days"][-1]["tokens"] == today["global"]
-        assert data["days"][-1]["turns"] == 2 and sum(d["tokens"] for d in data["days"][:-1]) == 0
-        assert {s["session"] for s in data["top_sessions"]} == {"g:club", "f:bob"}
+        assert sum(d["tokens"] for d in data["days"][:-1]) == 0
+        assert {s["session"]: s["tokens"] for s in data["top_sessions"]} == per_chat
+        # Earlier days come from the same counters, kept for the history.
+        quota = p.ctx.services.quota
+        first = data["days"][0]["day"]
+        p.ctx.services.store.write("INSERT INTO kv (key, value) VALUES (?, '700'), (?, '700'), (?, '9')",
+                                   [f"daily:{first}:g:club", f"daily:{first}:global", "daily:2000-01-01:global"])
+        again = (await p.client.get("/api/usage")).json()
+        assert again["days"][0] == {"day": first, "tokens": 700} and quota.day() == again["day"]
+        assert again["top_sessions"][0] == {"session": "g:club", "tokens": per_chat["g:club"] + 700}
         one = (await p.client.get("/api/usage", params={"session": "g:club"})).json()
         assert one["today"]["sessions"] == [{"session": "g:club", "tokens": per_chat["g:club"]}]
-        assert one["days"][-1]["turns"] == 1
+        assert one["days"][-1]["tokens"] == per_chat["g:club"]
         assert (await p.client.get("/api/usage", params={"session": "x" * 400})).status_code == 400
         page = (await p.client.get("/usage")).text
         assert "<svg" in page and page.count('<rect class="day"') == 30 and 'class="quota"' in page

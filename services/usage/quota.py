@@ -1,13 +1,13 @@
 """Daily token quotas (Q1): per session and global, counted per day in `quota.timezone`.
 
-Counters live in the app store's KV under `daily:<date>:<session>` and `daily:<date>:global`, each
-expiring two days after it was last written; rows of past days are deleted when a new day's first
-tokens are added. A turn is refused before it starts (`refusal`), and checked again before every model
-call it makes, its subagents', team members' and clock runs' included (`call_refusal`): the day's
-counters plus the in-flight tally, the tokens of every message still running, which each model call
-adds to when it returns (`spent`). So a message that crosses the limit stops at its next model call,
-and the overshoot is bounded by the calls already in flight. When the message ends, `close` moves
-exactly what it put in the tally out again and adds its tokens to the day's counters once.
+Counters live in the app store's KV under `daily:<date>:<session>` and `daily:<date>:global`. They are kept
+`KEEP_DAYS` days (the panel's usage page shows the last 30 from them: `history`); older ones are deleted
+when a new day's first tokens are added. A turn is refused before it starts (`refusal`), and checked again
+before every model call it makes, its subagents', team members' and clock runs' included (`call_refusal`):
+the day's counters plus the in-flight tally, the tokens of every message still running, which each model
+call adds to when it returns (`spent`). So a message that crosses the limit stops at its next model call,
+and the overshoot is bounded by the calls already in flight. When the message ends, `close` moves exactly
+what it put in the tally out again and adds its tokens to the day's counters once.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from core.settings import QuotaSettings
@@ -24,8 +24,10 @@ from services.store import AppStore
 from services.usage.limits import MessageLimits
 
 PREFIX = "daily:"
-#: A day's counters are kept this long after their last write (they are read only on their own day).
-TTL_SEC = 2 * 86400
+#: Days of counters kept (today included): the usage history.
+KEEP_DAYS = 31
+#: A day's counters expire this long after their last write.
+TTL_SEC = (KEEP_DAYS + 1) * 86400
 #: Both counters in one statement (the KV's values are JSON; a number's JSON is its digits).
 ADD_SQL = ("INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?), (?, ?, ?) ON CONFLICT (key) DO UPDATE "
            "SET value = CAST(CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER) AS TEXT), "
@@ -134,11 +136,23 @@ class Quota:
                                     _key(day, "global"), str(tokens), expires])
         if day != self._pruned_day:
             self._pruned_day = day
-            self.prune(day)
+            first = (date.fromisoformat(day) - timedelta(days=KEEP_DAYS - 1)).isoformat()
+            self.prune(first)
 
-    def prune(self, today: str) -> int:
-        """Delete the counters of days before `today` (ISO dates sort as text)."""
-        return self._store.write("DELETE FROM kv WHERE key LIKE ? AND substr(key, 7, 10) < ?", [f"{PREFIX}%", today])
+    def prune(self, first: str) -> int:
+        """Delete the counters of days before `first` (ISO dates sort as text)."""
+        return self._store.write("DELETE FROM kv WHERE key LIKE ? AND substr(key, 7, 10) < ?", [f"{PREFIX}%", first])
+
+    def history(self, first: str, last: str) -> dict[str, dict[str, int]]:
+        """The counters of the days `first` to `last` (ISO dates, both included): day → who (a session or
+        `global`) → tokens. One range read on the KV's key."""
+        rows = self._store.query("SELECT key, value FROM kv WHERE key >= ? AND key < ?",
+                                 [f"{PREFIX}{first}:", f"{PREFIX}{last};"])  # ';' sorts right after ':'
+        out: dict[str, dict[str, int]] = {}
+        for r in rows:
+            day, who = r["key"][len(PREFIX):len(PREFIX) + 10], r["key"][len(PREFIX) + 11:]
+            out.setdefault(day, {})[who] = int(json.loads(r["value"]))
+        return out
 
     def _reset(self) -> dict[str, str]:
         now = datetime.fromtimestamp(self._now(), self._zone)

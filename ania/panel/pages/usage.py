@@ -1,5 +1,6 @@
 """Usage (`/usage`, `GET /api/usage`): today's tokens per chat and in all against the daily quotas, and the last
-30 days (services/usage/report.py), globally or for one chat. The chart is an SVG drawn here, on the server."""
+30 days (services/usage/report.py: the quota's counters), globally or for one chat. The chart is an SVG drawn
+here, on the server."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ WIDTH, HEIGHT, PAD = 600, 160, 4
 
 
 def usage_data(ctx: PanelContext, session: str | None) -> dict[str, Any]:
-    return usage_report(ctx.services.quota, ctx.services.store, session)
+    return usage_report(ctx.services.quota, session)
 
 
 def chart(days: list[dict[str, Any]], quota: int) -> dict[str, Any]:
@@ -30,7 +31,7 @@ def chart(days: list[dict[str, Any]], quota: int) -> dict[str, Any]:
     for i, d in enumerate(days):
         h = round(d["tokens"] / top * (HEIGHT - PAD), 1)
         bars.append({"x": round(i * step + 1, 1), "y": round(HEIGHT - h, 1), "w": round(max(step - 2, 1), 1),
-                     "h": h, "day": d["day"], "tokens": d["tokens"], "turns": d["turns"]})
+                     "h": h, "day": d["day"], "tokens": d["tokens"]})
     line = round(HEIGHT - quota / top * (HEIGHT - PAD), 1) if quota else None
     return {"width": WIDTH, "height": HEIGHT, "bars": bars, "quota_y": line, "top": top}
 
