@@ -48,7 +48,10 @@ class QueryFilter:
         """The SQL condition (constant text, values as ? placeholders) and its values."""
         where: list[str] = []
         args: list[Any] = []
-        for column, value in (("session", self.session), ("status", self.status), ("sender", self.sender)):
+        # With a chat given, `+` keeps SQLite on the (session, started) index: the status index of a common
+        # status ("success") would walk most of the table.
+        plus = "+" if self.session else ""
+        for column, value in (("session", self.session), (plus + "status", self.status), ("sender", self.sender)):
             if value:
                 where.append(f"{column} = ?")
                 args.append(value)
