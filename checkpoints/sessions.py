@@ -78,7 +78,8 @@ class SessionRow:
     at: datetime | None
 
 
-PAGE_SQL = ("SELECT thread_id, COUNT(*), MAX(checkpoint_id) AS newest FROM checkpoints "
+#: One page and, on each row, how many sessions match (a window over the groups: one pass over the index).
+PAGE_SQL = ("SELECT thread_id, COUNT(*), MAX(checkpoint_id) AS newest, COUNT(*) OVER () FROM checkpoints "
             "WHERE checkpoint_ns = '' {where} GROUP BY thread_id ORDER BY newest DESC, thread_id LIMIT ? OFFSET ?")
 COUNT_SQL = "SELECT COUNT(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = '' {where}"
 
@@ -97,10 +98,13 @@ async def page_sessions(saver: BaseCheckpointSaver[str], search: str = "", offse
         where, args = "AND thread_id LIKE ? ESCAPE '\\'", [f"%{escaped}%"]
     await saver.setup()
     async with saver.lock:
-        found = await saver.conn.execute_fetchall(PAGE_SQL.format(where=where), (*args, limit, offset))
-        total = list(await saver.conn.execute_fetchall(COUNT_SQL.format(where=where), tuple(args)))
-    return ([SessionRow(str(k), int(n), str(newest), checkpoint_time(str(newest))) for k, n, newest in found],
-            int(total[0][0]) if total else 0)
+        found = list(await saver.conn.execute_fetchall(PAGE_SQL.format(where=where), (*args, limit, offset)))
+        if found:
+            total = int(found[0][3])
+        else:  # a page past the end: count apart
+            counted = list(await saver.conn.execute_fetchall(COUNT_SQL.format(where=where), tuple(args)))
+            total = int(counted[0][0]) if counted else 0
+    return [SessionRow(str(k), int(n), str(newest), checkpoint_time(str(newest))) for k, n, newest, _ in found], total
 
 
 RECENT_SQL = ("SELECT thread_id, MAX(checkpoint_id) AS newest FROM checkpoints WHERE checkpoint_ns = '' "

@@ -102,8 +102,9 @@ async def test_the_quota_day_starts_at_midnight_in_its_timezone(tmp_path):
     keys = [r["key"] for r in store.query("SELECT key FROM kv ORDER BY key")]
     assert keys == ["daily:2026-03-01:g:1", "daily:2026-03-01:global", "daily:2026-03-02:g:1",
                     "daily:2026-03-02:global"]  # kept for the usage history (KEEP_DAYS)
-    assert quota.history("2026-03-01", "2026-03-02") == {"2026-03-01": {"g:1": 150, "global": 150},
-                                                         "2026-03-02": {"g:1": 5, "global": 5}}
+    assert quota.daily("2026-03-01", "2026-03-02") == {"2026-03-01": 150, "2026-03-02": 5}
+    assert quota.daily("2026-03-02", "2026-03-02", "g:1") == {"2026-03-02": 5}
+    assert quota.totals("2026-03-01", "2026-03-02", 10) == [("g:1", 155)] and quota.today() == {"g:1": 5, "global": 5}
     now[0] += KEEP_DAYS * 86400
     quota.add("g:2", 1)
     keys = [r["key"] for r in store.query("SELECT key FROM kv ORDER BY key")]

@@ -1,7 +1,7 @@
 """Daily token quotas (Q1): per session and global, counted per day in `quota.timezone`.
 
 Counters live in the app store's KV under `daily:<date>:<session>` and `daily:<date>:global`. They are kept
-`KEEP_DAYS` days (the panel's usage page shows the last 30 from them: `history`); older ones are deleted
+`KEEP_DAYS` days (the panel's usage page shows the last 30 from them: `daily`, `totals`); older ones are deleted
 when a new day's first tokens are added. A turn is refused before it starts (`refusal`), and checked again
 before every model call it makes, its subagents', team members' and clock runs' included (`call_refusal`):
 the day's counters plus the in-flight tally, the tokens of every message still running, which each model
@@ -71,8 +71,8 @@ class Quota:
     def today(self) -> dict[str, int]:
         """Every counter of today: each session's tokens, and `global` for all of them."""
         day = self.day()
-        rows = self._store.query("SELECT key, value FROM kv WHERE key LIKE ?", [_key(day, "%")])
-        return {r["key"][len(_key(day, "")):]: int(json.loads(r["value"])) for r in rows}
+        rows = self._store.query(f"SELECT substr(key, 18) AS who, value FROM kv {RANGE}", _range(day, day))  # noqa: S608 - constant clause
+        return {r["who"]: int(r["value"]) for r in rows}
 
     def open(self, session: str, user: str, *, tally: bool = True) -> MessageLimits:
         """The limits of a message from `user` (a clock run: its task's creator) in `session`."""
@@ -143,16 +143,19 @@ class Quota:
         """Delete the counters of days before `first` (ISO dates sort as text)."""
         return self._store.write("DELETE FROM kv WHERE key LIKE ? AND substr(key, 7, 10) < ?", [f"{PREFIX}%", first])
 
-    def history(self, first: str, last: str) -> dict[str, dict[str, int]]:
-        """The counters of the days `first` to `last` (ISO dates, both included): day → who (a session or
-        `global`) → tokens. One range read on the KV's key."""
-        rows = self._store.query("SELECT key, value FROM kv WHERE key >= ? AND key < ?",
-                                 [f"{PREFIX}{first}:", f"{PREFIX}{last};"])  # ';' sorts right after ':'
-        out: dict[str, dict[str, int]] = {}
-        for r in rows:
-            day, who = r["key"][len(PREFIX):len(PREFIX) + 10], r["key"][len(PREFIX) + 11:]
-            out.setdefault(day, {})[who] = int(json.loads(r["value"]))
-        return out
+    def daily(self, first: str, last: str, who: str = "global") -> dict[str, int]:
+        """One counter (a session's, or `global`) per day from `first` to `last` (ISO dates, both included)."""
+        rows = self._store.query(f"SELECT substr(key, 7, 10) AS day, value FROM kv {RANGE} AND substr(key, 18) = ?",  # noqa: S608 - constant clause
+                                 [*_range(first, last), who])
+        return {r["day"]: int(r["value"]) for r in rows}
+
+    def totals(self, first: str, last: str, limit: int) -> list[tuple[str, int]]:
+        """The sessions that spent most from `first` to `last`, with their tokens, most first."""
+        rows = self._store.query(
+            f"SELECT substr(key, 18) AS who, SUM(CAST(value AS INTEGER)) AS tokens FROM kv {RANGE} "  # noqa: S608 - constant clause
+            "AND substr(key, 18) != 'global' GROUP BY who ORDER BY tokens DESC, who LIMIT ?",
+            [*_range(first, last), limit])
+        return [(r["who"], int(r["tokens"])) for r in rows]
 
     def _reset(self) -> dict[str, str]:
         now = datetime.fromtimestamp(self._now(), self._zone)
@@ -174,3 +177,12 @@ class Quota:
 
 def _key(day: str, who: str) -> str:
     return f"{PREFIX}{day}:{who}"
+
+
+#: The counters of a range of days: one range of the KV's primary key (`daily:<first>:` up to `daily:<last>;`,
+#: ';' sorting right after ':'); `substr(key, 18)` is the session (or `global`) after `daily:<date>:`.
+RANGE = "WHERE key >= ? AND key < ?"
+
+
+def _range(first: str, last: str) -> list[str]:
+    return [f"{PREFIX}{first}:", f"{PREFIX}{last};"]

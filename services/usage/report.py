@@ -23,24 +23,18 @@ def usage_report(quota: Quota, session: str | None = None, days: int = DAYS) -> 
     s = quota.settings
     today = quota.day()
     first = (date.fromisoformat(today) - timedelta(days=days - 1)).isoformat()
-    counted = quota.history(first, today)
-    now = counted.get(today, {})
+    now = quota.today()
     chats = sorted(((k, v) for k, v in now.items() if k != GLOBAL), key=lambda kv: (-kv[1], kv[0]))
     if session:
         chats = [(session, now.get(session, 0))]
+    counted = quota.daily(first, today, session or GLOBAL)
     per_day = [(date.fromisoformat(first) + timedelta(days=i)).isoformat() for i in range(days)]
-    totals: dict[str, int] = {}
-    for day in per_day:
-        for who, n in counted.get(day, {}).items():
-            if who != GLOBAL:
-                totals[who] = totals.get(who, 0) + n
-    top = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
     return {
         "day": today, "timezone": s.timezone, "session": session or None,
         "quotas": {"session_daily_tokens": s.session_daily_tokens, "global_daily_tokens": s.global_daily_tokens,
                    "admins_exempt": s.admins_exempt},
         "today": {"global": now.get(GLOBAL, 0), "in_flight": quota.in_flight(session),
                   "sessions": [{"session": k, "tokens": v} for k, v in chats[:TOP]], "session_count": len(chats)},
-        "days": [{"day": d, "tokens": counted.get(d, {}).get(session or GLOBAL, 0)} for d in per_day],
-        "top_sessions": [] if session else [{"session": k, "tokens": v} for k, v in top],
+        "days": [{"day": d, "tokens": counted.get(d, 0)} for d in per_day],
+        "top_sessions": [] if session else [{"session": k, "tokens": v} for k, v in quota.totals(first, today, TOP)],
     }
