@@ -271,11 +271,18 @@ async def _chat_engine(args: argparse.Namespace, paths: Paths, settings: Setting
     panel = None
     try:
         from ania.panel.server import PanelServer, wanted
+        from core.errors import RunError
 
         if wanted(settings.panel, args.cmd):
             panel = PanelServer(engine, settings.panel, mode="serve" if args.cmd == "serve" else "chat",
                                 say=lambda line: print(line, file=sys.stderr, flush=True))
-            await panel.start()
+            try:
+                await panel.start()
+            except RunError as e:  # panel.enable "auto" never keeps the bot from starting; "on" does
+                if settings.panel.enable == "on":
+                    raise
+                print(f"ania: {e}; the bot runs without its panel", file=sys.stderr)
+                panel = None
         ready = panel.attach if panel is not None else None
         if args.cmd == "serve":
             from ania.platforms.onebot import run_serve

@@ -5,16 +5,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import getpass
-import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ania.panel.auth import PanelAuth
-from ania.panel.server import login_link
-from core.settings import Paths, load_settings
+if TYPE_CHECKING:  # `ania --help` imports no project module: the rest is imported when `ania panel` runs
+    from core.settings import Paths
 
 
 def add_parser(sub: Any) -> None:
@@ -33,6 +28,8 @@ def add_parser(sub: Any) -> None:
 
 
 def _read_password() -> str:
+    import getpass
+
     if not sys.stdin.isatty():
         return sys.stdin.readline().rstrip("\r\n")
     first = getpass.getpass("New panel password: ")
@@ -42,6 +39,10 @@ def _read_password() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ania.panel.auth import PanelAuth
+    from ania.panel.listen import login_link
+    from core.settings import Paths, load_settings
+
     paths = Paths.from_env(check=True)
     settings = load_settings(paths.config_dir)
     auth = PanelAuth(paths.data_dir, settings.panel)
@@ -64,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _alone(paths: Paths) -> int:
+    import asyncio
+    import contextlib
+    import signal
+
     from ania.panel.server import run_alone
 
     stop = asyncio.Event()

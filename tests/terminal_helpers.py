@@ -28,7 +28,8 @@ def env_for(server, tmp_path: Path, **extra: str) -> dict[str, str]:
     (tmp_path / "config").mkdir(exist_ok=True)
     env.update({"ANIA_CONFIG_DIR": str(tmp_path / "config"), "ANIA_DATA_DIR": str(tmp_path / "data"),
                 "ANIA_LLM__BASE_URL": server.base_url, "ANIA_LLM__MODEL": "scripted-model",
-                "ANIA_LLM__MAX_RETRIES": "0", "PYTHONPATH": str(ROOT), **extra})
+                "ANIA_LLM__MAX_RETRIES": "0", "ANIA_PANEL__ENABLE": "off",  # many bots at once: no panel port each
+                "PYTHONPATH": str(ROOT), **extra})
     return env
 
 

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from ania.panel.auth import PanelAuth, hash_password, verify_password
-from ania.panel.server import PanelServer, split_listen
+from ania.panel.listen import split_listen
+from ania.panel.server import PanelServer
 from core.errors import ConfigError, RunError
 from core.settings import PanelSettings
 from tests.panel_helpers import FOREIGN, ORIGIN, open_panel

@@ -23,7 +23,7 @@ def env_for(llm, tmp_path, **extra: str) -> dict[str, str]:
     (tmp_path / "config").mkdir(exist_ok=True)  # a named config dir must exist
     env.update(ANIA_CONFIG_DIR=str(tmp_path / "config"), ANIA_DATA_DIR=str(tmp_path / "data"),
                ANIA_LLM__BASE_URL=llm.base_url, ANIA_LLM__MODEL="scripted-model", ANIA_LLM__MAX_RETRIES="0",
-               PYTHONPATH=str(ROOT), **extra)
+               ANIA_PANEL__ENABLE="off", PYTHONPATH=str(ROOT), **extra)  # many bots at once: no panel port each
     return env
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import socket
 import time
@@ -29,8 +28,9 @@ from ania.panel.app import build_app
 from ania.panel.auth import PanelAuth
 from ania.panel.context import PanelContext
 from ania.panel.guard import origin_of
+from ania.panel.listen import link_host, login_link, loopback, split_listen
 from ania.platforms.bridge import ChatBridge
-from core.errors import ConfigError, RunError
+from core.errors import RunError
 from core.settings import PanelSettings, Paths
 from services.files import OwnerLock
 
@@ -42,41 +42,7 @@ TLS_WARNING = ("ania panel: listening on {where}, beyond this machine: put a TLS
                "set panel.public_url; the password and the session cookie must not travel in clear text")
 
 
-def split_listen(listen: str) -> tuple[str, int]:
-    host, sep, port = listen.strip().rpartition(":")
-    host = host.strip("[]")
-    try:
-        number = int(port)
-    except ValueError:
-        number = -1
-    if not sep or not host or not 0 < number < 65536:
-        raise ConfigError(f'panel.listen must be host:port, e.g. 127.0.0.1:6190 (got "{listen}")')
-    return host, number
-
-
-def loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def link_host(host: str) -> str:
-    """The address a browser on this machine uses for a server listening on `host`."""
-    if host in ("0.0.0.0", "::", ""):  # noqa: S104 - reading the setting, not binding
-        return "127.0.0.1"
-    return f"[{host}]" if ":" in host else host
-
-
-def login_link(settings: PanelSettings, token: str) -> str:
-    host, port = split_listen(settings.listen)
-    base = settings.public_url.rstrip("/") or f"http://{link_host(host)}:{port}"
-    return f"{base}/login?token={token}"
-
-
-class _QuietServer(uvicorn.Server):
+class QuietServer(uvicorn.Server):
     """The bot owns SIGINT and SIGTERM (ania/platforms): uvicorn must not take them over."""
 
     @contextlib.contextmanager
@@ -93,7 +59,7 @@ class PanelServer:
         extra = (origin_of(settings.public_url),) if settings.public_url else ()
         self.ctx = PanelContext(engine=engine, reboot=None, auth=self.auth, extra_origins=extra, mode=mode,
                                 started=time.time())
-        self._server: _QuietServer | None = None
+        self._server: QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
 
     def attach(self, entry: MessageEntry, connected: Callable[[], bool] | None = None) -> None:
@@ -115,7 +81,7 @@ class PanelServer:
                            "`ania serve` or `ania panel`? set panel.listen, or panel.enable = \"off\")") from None
         config = uvicorn.Config(build_app(self.ctx), log_level="warning", lifespan="off", access_log=False,
                                 proxy_headers=False, server_header=False)
-        self._server = _QuietServer(config)
+        self._server = QuietServer(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="panel")
         where = f"http://{link_host(host)}:{port}"
         if not loopback(host):
