@@ -5,103 +5,59 @@ page's edit flow: add a global document, find it by search, delete it."""
 from __future__ import annotations
 
 import asyncio
-import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
-import pytest
-import uvicorn
-
+from tests.browser_helpers import BROWSER_MODULE, browser_panel
 from tests.panel_data_helpers import COMPACTING, compacted, say
-from tests.panel_helpers import PanelHarness, open_panel
 
-pytestmark = pytest.mark.timeout(300)
-CHROMIUM = "/usr/bin/chromium"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@asynccontextmanager
-async def served(p: PanelHarness) -> AsyncIterator[str]:
-    """The panel app on a real loopback port, in this event loop (beside the engine)."""
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(p.app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
-
-
-@asynccontextmanager
-async def browser_page(base: str, token: str) -> AsyncIterator[Any]:
-    playwright = pytest.importorskip("playwright.async_api")
-    async with playwright.async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = await browser.new_page(locale="en-US")
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("dialog", lambda d: asyncio.ensure_future(d.accept()))
-            await page.goto(f"{base}/login?token={token}")
-            yield page
-            assert errors == []
-        finally:
-            await browser.close()
+pytestmark = BROWSER_MODULE
 
 
 async def test_walk_the_data_pages_and_manage_a_global_document(tmp_path, scripted_llm):
-    expect = pytest.importorskip("playwright.async_api").expect
-    async with open_panel(tmp_path, scripted_llm, **COMPACTING) as p:
+    async with browser_panel(tmp_path, scripted_llm, **COMPACTING) as b:
+        from playwright.async_api import expect
+
+        p, page, base = b.panel, b.page, b.base
+        page.on("dialog", lambda d: asyncio.ensure_future(d.accept()))
         await compacted(p, scripted_llm, "f:u1", turns=3)
         await say(p, scripted_llm, "g:club", "alice", "hello club")
         await p.ctx.services.knowledge.save_memory("g:club", "Alice likes green tea")
-        async with served(p) as base, browser_page(base, p.token) as page:
-            await page.goto(f"{base}/queries")
-            await expect(page.locator("#rows tr[data-id]")).to_have_count(4)
-            await page.fill('#filters input[name="session"]', "g:club")
-            await page.click('#filters button[type="submit"]')
-            await expect(page.locator("#rows tr[data-id]")).to_have_count(1)
-            await page.click("#rows tr[data-id] a")
-            await page.wait_for_selector("#detail:not([hidden]) h2")
-            assert "hello club" in await page.inner_text("#detail")
+        await page.goto(f"{base}/queries")
+        await expect(page.locator("#rows tr[data-id]")).to_have_count(4)
+        await page.fill('#filters input[name="session"]', "g:club")
+        await page.click('#filters button[type="submit"]')
+        await expect(page.locator("#rows tr[data-id]")).to_have_count(1)
+        await page.click("#rows tr[data-id] a")
+        await page.wait_for_selector("#detail:not([hidden]) h2")
+        assert "hello club" in await page.inner_text("#detail")
 
-            await page.goto(f"{base}/usage")
-            assert await page.locator("#usage-chart rect.day").count() == 30
-            assert "g:club" in await page.inner_text("#usage-today")
+        await page.goto(f"{base}/usage")
+        assert await page.locator("#usage-chart rect.day").count() == 30
+        assert "g:club" in await page.inner_text("#usage-today")
 
-            await page.goto(f"{base}/sessions")
-            await page.wait_for_selector("#rows a")
-            await page.click("text=f:u1")
-            await page.wait_for_selector("#transcript .compaction")
-            text = await page.inner_text("#transcript")
-            assert "question 0" in text and "question 2" in text and "Compacted here" in text
+        await page.goto(f"{base}/sessions")
+        await page.wait_for_selector("#rows a")
+        await page.click("text=f:u1")
+        await page.wait_for_selector("#transcript .compaction")
+        text = await page.inner_text("#transcript")
+        assert "question 0" in text and "question 2" in text and "Compacted here" in text
 
-            await page.goto(f"{base}/memory?session=g:club")
-            await page.wait_for_selector("#rows tr[data-id]")
-            assert "green tea" in await page.inner_text("#rows")
+        await page.goto(f"{base}/memory?session=g:club")
+        await page.wait_for_selector("#rows tr[data-id]")
+        assert "green tea" in await page.inner_text("#rows")
 
-            await page.goto(f"{base}/knowledge")
-            await page.wait_for_selector("#rows .empty")
-            await page.fill('#add input[name="title"]', "Harbour rules")
-            await page.fill('#add textarea[name="content"]', "Boats dock at the east pier after sunset.")
-            await page.click('#add button[type="submit"]')
-            await page.wait_for_selector("#rows tr[data-id]")
-            assert "Harbour rules" in await page.inner_text("#rows")
-            await page.fill('#search input[name="q"]', "east pier")
-            await page.click('#search button[type="submit"]')
-            await page.wait_for_selector("#hits .hit")
-            assert "Harbour rules" in await page.inner_text("#hits")
-            await page.click("#rows tr[data-id] button.danger")
-            await page.wait_for_selector("#rows .empty")
-        assert [op["kind"] for op in p.ops() if op["actor"] == "panel"][-2:] in (["kb_add", "kb_delete"],
-                                                                                  ["kb_delete", "kb_add"])
+        await page.goto(f"{base}/knowledge")
+        await page.wait_for_selector("#rows .empty")
+        await page.fill('#add input[name="title"]', "Harbour rules")
+        await page.fill('#add textarea[name="content"]', "Boats dock at the east pier after sunset.")
+        await page.click('#add button[type="submit"]')
+        await page.wait_for_selector("#rows tr[data-id]")
+        assert "Harbour rules" in await page.inner_text("#rows")
+        await page.fill('#search input[name="q"]', "east pier")
+        await page.click('#search button[type="submit"]')
+        await page.wait_for_selector("#hits .hit")
+        assert "Harbour rules" in await page.inner_text("#hits")
+        await page.click("#rows tr[data-id] button.danger")
+        await page.wait_for_selector("#rows .empty")
+        assert sorted(op["kind"] for op in p.ops() if op["actor"] == "panel") == ["kb_add", "kb_delete"]
         assert (await p.client.get("/api/knowledge")).json()["total"] == 0
+        assert b.errors == []
