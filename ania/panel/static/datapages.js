@@ -3,6 +3,7 @@
 //   pagerInto(box, data, go)  "Previous / Page x of y / Next" under a paged API answer; go(page) loads a page
 //   formParams(form)          the form's non-empty fields as URLSearchParams
 //   fmtIso(text)              an ISO time in the browser's local time
+//   getOrFlash(url)           a GET's JSON, or null after flashing why it failed
 "use strict";
 
 let LABELS = null;
@@ -42,4 +43,14 @@ function fmtIso(text) {
 
 function emptyRow(cols, text) {
   return el("tr", {}, el("td", { colspan: cols, class: "empty" }, text));
+}
+
+// The JSON of a GET, or null after a flash saying why it failed.
+async function getOrFlash(url) {
+  try {
+    return await panelJSON(url);
+  } catch (e) {
+    flash(L("common.failed", { error: e.message }), true);
+    return null;
+  }
 }

@@ -25,13 +25,8 @@ function fillScopes(list) {
 
 async function loadDocs(page) {
   currentPage = page || 1;
-  let data;
-  try {
-    data = await panelJSON("/api/knowledge?scope=" + encodeURIComponent(scope()) + "&page=" + currentPage);
-  } catch (e) {
-    flash(L("common.failed", { error: e.message }), true);
-    return;
-  }
+  const data = await getOrFlash("/api/knowledge?scope=" + encodeURIComponent(scope()) + "&page=" + currentPage);
+  if (data === null) return;
   fillScopes(data.scopes);
   const body = document.getElementById("rows");
   body.replaceChildren();

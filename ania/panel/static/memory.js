@@ -16,12 +16,11 @@ async function loadMemories(page) {
   currentPage = page || 1;
   const select = document.getElementById("chat");
   const chosen = select.value || select.getAttribute("data-initial") || "";
-  let data;
-  try {
-    data = await panelJSON("/api/memory?session=" + encodeURIComponent(chosen) + "&page=" + currentPage);
-  } catch (e) {
-    flash(L("common.failed", { error: e.message }), true);
-    return;
+  const data = await getOrFlash("/api/memory?session=" + encodeURIComponent(chosen) + "&page=" + currentPage);
+  if (data === null) return;
+  if (!chosen && data.sessions.length) {  // no chat asked for: show the first one's memories
+    fillChats(data.sessions, data.sessions[0].session);
+    return loadMemories(1);
   }
   fillChats(data.sessions, chosen);
   const body = document.getElementById("rows");

@@ -9,13 +9,8 @@ async function loadQueries(page) {
   const params = formParams(document.getElementById("filters"));
   params.set("page", page || 1);
   const body = document.getElementById("rows");
-  let data;
-  try {
-    data = await panelJSON("/api/queries?" + params.toString());
-  } catch (e) {
-    flash(L("common.failed", { error: e.message }), true);
-    return;
-  }
+  const data = await getOrFlash("/api/queries?" + params.toString());
+  if (data === null) return;
   body.replaceChildren();
   if (!data.items.length) body.append(emptyRow(9, L("no_rows")));
   for (const r of data.items) {
@@ -49,13 +44,8 @@ function passages(list) {
 
 async function showQuery(id) {
   const box = document.getElementById("detail");
-  let r;
-  try {
-    r = await panelJSON("/api/queries/" + id);
-  } catch (e) {
-    flash(L("common.failed", { error: e.message }), true);
-    return;
-  }
+  const r = await getOrFlash("/api/queries/" + id);
+  if (r === null) return;
   box.replaceChildren(
     el("h2", {}, L("detail", { id: r.id })),
     field(L("status"), el("span", { class: "badge " + (STATUS_CLASS[r.status] || "") }, r.status)),

@@ -4,13 +4,8 @@
 async function loadSessions(page) {
   const params = formParams(document.getElementById("search"));
   params.set("page", page || 1);
-  let data;
-  try {
-    data = await panelJSON("/api/sessions?" + params.toString());
-  } catch (e) {
-    flash(L("common.failed", { error: e.message }), true);
-    return;
-  }
+  const data = await getOrFlash("/api/sessions?" + params.toString());
+  if (data === null) return;
   const body = document.getElementById("rows");
   body.replaceChildren();
   if (!data.items.length) body.append(emptyRow(3, L("no_sessions")));
