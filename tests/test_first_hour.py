@@ -32,7 +32,9 @@ EXAMPLES = ROOT / "config.example"
 #: Paths under data/ that the README names, and what creates them.
 DATA_PATHS = {"data/ania.db": "the first start", "data/checkpoints.db": "the first start",
               "data/workspace": "the bash tool", "data/clock.lock": "a bot's clock (test_clock_restart.py)",
-              "data/studio.json": "make studio, while it runs (test_studio_threads.py)"}
+              "data/studio.json": "make studio, while it runs (test_studio_threads.py)",
+              "data/panel.token": "the panel's first start (test_panel_cli.py)",
+              "data/panel.password": "ania panel --set-password (test_panel_cli.py)"}
 
 
 def code_spans() -> set[str]:

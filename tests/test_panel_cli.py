@@ -134,3 +134,23 @@ async def _serve_with_panel(proc: asyncio.subprocess.Process, fake: Any, port: i
         ops = (await client.get("/api/ops?kind=reboot")).json()["items"]
         assert [(o["actor"], o["session"]) for o in ops] == [("panel", "")]
     assert await stopped(proc) == 0
+
+
+def test_chat_starts_the_panel_only_when_enable_is_on(scripted_llm, tmp_path):
+    from ania.fakes.openai_server import Reply
+    from tests.terminal_helpers import ania
+
+    port = _free_port()
+    scripted_llm.script([Reply("hello"), Reply("again")])
+    env = env_for(scripted_llm, tmp_path, ANIA_PANEL__LISTEN=f"127.0.0.1:{port}", ANIA_PANEL__ENABLE="auto")
+    done = ania("chat", env=env, stdin="hi\n")
+    assert done.returncode == 0 and "ania panel" not in done.stderr, done.stderr  # auto: serve only
+    assert not (tmp_path / "data" / "panel.token").exists()
+    done = ania("chat", env={**env, "ANIA_PANEL__ENABLE": "on"}, stdin="hi\n")
+    assert done.returncode == 0, done.stderr
+    assert f"ania panel: open http://127.0.0.1:{port}/login?token=" in done.stderr
+    with socket.socket() as taken:  # "on" and the port taken: the bot does not start
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        refused = ania("chat", env={**env, "ANIA_PANEL__ENABLE": "on"}, stdin="hi\n")
+        assert refused.returncode == 2 and "the panel cannot listen" in refused.stderr, refused.stderr

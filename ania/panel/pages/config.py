@@ -13,7 +13,6 @@ import types
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
-from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import BaseRoute, Route
@@ -51,12 +50,9 @@ def _kind(annotation: Any) -> dict[str, Any]:
 
 
 def _default(field: Any) -> Any:
-    if field.default is not PydanticUndefined:
-        value = field.default
-    elif field.default_factory is not None:
-        value = field.default_factory()
-    else:
+    if field.is_required():
         return None
+    value = field.get_default(call_default_factory=True)
     return list(value) if isinstance(value, tuple | frozenset | set) else value
 
 

@@ -20,6 +20,7 @@
       const key = row.getAttribute("data-key");
       let value;
       try { value = valueOf(row); } catch (e) { flash(labels.bad_json + " " + e.message, true); return; }
+      if (row.getAttribute("data-kind") === "secret" && value === "") { flash(labels.empty_secret, true); return; }
       button.disabled = true;
       try {
         const data = await panelJSON("/api/config/" + encodeURIComponent(key), { method: "PUT", json: { value: value } });
