@@ -138,6 +138,10 @@ async def test_sessions_list_search_transcript_export_fork_replay_prune(tmp_path
         assert "question 1" in json.dumps(t["items"][:first_summary])  # placed after the turn that compacted
         assert any(e["message"]["data"].get("tool_calls") for e in t["items"])
         assert (await p.client.get("/api/sessions/f:nobody")).status_code == 404
+        before = (await p.client.get("/api/sessions/g:team")).json()["total"]
+        await say(p, scripted_llm, "g:team", "u2", "one more")  # a kept transcript gives way to the new turn
+        after = (await p.client.get("/api/sessions/g:team")).json()
+        assert after["total"] == before + 2 and "one more" in json.dumps(after["items"])
         md = await p.client.get("/api/sessions/export", params={"key": "f:u1", "format": "md"})
         assert md.status_code == 200 and "compacted here:" in md.text and "question 0" in md.text
         short = await p.client.get("/api/sessions/export", params={"key": "f:u1", "full": "0"})

@@ -28,7 +28,8 @@ from ania.when import parse_duration
 from checkpoints.maintenance import ForkError, fork_thread
 from checkpoints.sessions import latest_checkpoint, page_sessions, session_messages
 from checkpoints.sessions import render as render_message
-from checkpoints.transcript import full_transcript
+from checkpoints.transcript import Entry, full_transcript
+from services.lru import LRU
 
 MAX_KEY = 300
 MAX_MESSAGE = 20_000
@@ -54,11 +55,33 @@ async def sessions_page(ctx: PanelContext, search: str, page: int, size: int) ->
     return paged(items, total, page, size)
 
 
-async def transcript_page(ctx: PanelContext, key: str, page: int, size: int) -> dict[str, Any] | None:
+#: Whole transcripts kept by (session, newest checkpoint): checkpoints never change, so a kept one stays true
+#: until the session moves on; paging through a long session rebuilds it once.
+TRANSCRIPTS_KEPT = 8
+Transcripts = LRU[tuple[str, str], list[Entry]]
+
+
+def transcripts(request: Request) -> Transcripts:
+    """The app's transcript cache (on `app.state`, made at first use)."""
+    state = request.app.state
+    if not hasattr(state, "transcripts"):
+        state.transcripts = LRU(TRANSCRIPTS_KEPT)
+    cache: Transcripts = state.transcripts
+    return cache
+
+
+async def transcript_page(ctx: PanelContext, key: str, page: int, size: int,
+                          kept: Transcripts | None = None) -> dict[str, Any] | None:
     """A page of the whole conversation (oldest first), secrets masked; None: no such session."""
-    entries = await full_transcript(_saver(ctx), key)
-    if entries is None:
+    saver = _saver(ctx)
+    newest = await latest_checkpoint(saver, key)
+    if not newest:
         return None
+    entries = kept.get((key, newest)) if kept is not None else None
+    if entries is None:
+        entries = await full_transcript(saver, key) or []
+        if kept is not None:
+            kept.put((key, newest), entries)
     shown = entries[(page - 1) * size: page * size]
     masked = json.loads(redact(json.dumps([entry_dict(e) for e in shown], ensure_ascii=False),
                                secret_values(ctx.services.paths)))
@@ -100,7 +123,7 @@ async def api_list(request: Request) -> JSONResponse:
 async def api_show(request: Request) -> JSONResponse:
     key = _key(request.path_params["key"])
     page_no, size = page_args(request)
-    found = await transcript_page(panel_context(request), key, page_no, size)
+    found = await transcript_page(panel_context(request), key, page_no, size, transcripts(request))
     if found is None:
         return api_error(404, f"no session {key!r}")
     return JSONResponse(found)
