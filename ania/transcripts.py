@@ -27,22 +27,24 @@ from langchain_core.messages import (
 from checkpoints.transcript import Entry
 
 if TYPE_CHECKING:
-    from core.settings import Paths
+    from core.settings import Paths, Settings
 
 SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 REDACTED = "[redacted]"
 SUMMARY = re.compile(r"^\s*<conversation_summary>\s*(.*?)\s*</conversation_summary>\s*$", re.S)
 
 
-def secret_values(paths: Paths) -> list[str]:
-    """Values that must never appear in an export: sensitive settings and secret-looking environment variables."""
+def secret_values(paths: Paths, settings: Settings | None = None) -> list[str]:
+    """Values that must never appear in an export: sensitive settings (the running ones when given, else the
+    config files') and secret-looking environment variables."""
     from core.settings import load_settings, registry
 
     values = {v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= 8}
-    try:
-        settings = load_settings(paths.config_dir)
-    except Exception:  # noqa: BLE001 - a broken config still exports, masking the environment's secrets
-        settings = None
+    if settings is None:
+        try:
+            settings = load_settings(paths.config_dir)
+        except Exception:  # noqa: BLE001 - a broken config still exports, masking the environment's secrets
+            settings = None
     for info in registry():
         if info.sensitive and settings is not None:
             section, _, key = info.key.partition(".")
@@ -56,6 +58,11 @@ def redact(text: str, values: list[str]) -> str:
     for v in values:
         text = text.replace(v, REDACTED)
     return text
+
+
+def masked(value: Any, paths: Paths, settings: Settings | None = None) -> Any:
+    """A JSON-able value with every secret value masked (the panel's answers: a model may echo a key)."""
+    return json.loads(redact(json.dumps(value, ensure_ascii=False), secret_values(paths, settings)))
 
 
 def content_text(content: Any) -> str:
@@ -126,7 +133,7 @@ def entry_dict(e: Entry) -> dict[str, Any]:
 
 
 def export_text(key: str, fmt: str, paths: Paths, *, messages: list[AnyMessage] | None = None,
-                entries: list[Entry] | None = None) -> str:
+                entries: list[Entry] | None = None, settings: Settings | None = None) -> str:
     """The export document (`fmt` json or md) of the latest history, or with `entries` of the whole
     conversation; secrets redacted."""
     if entries is not None:
@@ -139,7 +146,7 @@ def export_text(key: str, fmt: str, paths: Paths, *, messages: list[AnyMessage] 
         text = (markdown(key, messages or []) if fmt == "md" else json.dumps(
             {"session": key, "exported_at": _now(), "messages": messages_to_dict(messages or [])},
             ensure_ascii=False, indent=1))
-    return redact(text, secret_values(paths))
+    return redact(text, secret_values(paths, settings))
 
 
 def _now() -> str:

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from ania.fakes.openai_server import Calls, Reply
+from tests.conftest import make_settings
 from tests.panel_data_helpers import COMPACTING, compacted, say
 from tests.panel_helpers import FOREIGN, ORIGIN, open_panel
 
@@ -49,7 +50,8 @@ async def test_every_route_refuses_a_request_without_credentials(tmp_path, scrip
 
 
 async def test_query_log_filters_pages_shows_and_replays(tmp_path, scripted_llm):
-    async with open_panel(tmp_path, scripted_llm) as p:
+    settings = make_settings(scripted_llm, llm={"api_key": "sk-panel-secret-4242"})
+    async with open_panel(tmp_path, scripted_llm, settings=settings) as p:
         await say(p, scripted_llm, "g:club", "alice", "what time is it", Calls([("time", {})]), Reply("noon"))
         for i in range(3):
             await say(p, scripted_llm, "f:bob", "bob", f"hello {i}")
@@ -63,6 +65,14 @@ async def test_query_log_filters_pages_shows_and_replays(tmp_path, scripted_llm)
         assert row["session"] == "g:club" and row["tools"] == ["time"]
         assert (await p.client.get("/api/queries", params={"tool": "bash"})).json()["total"] == 0
         assert (await p.client.get("/api/queries", params={"until": "2000-01-01"})).json()["total"] == 0
+        key = p.ctx.services.settings.llm.api_key  # a model that echoes the key: no page shows it
+        await say(p, scripted_llm, "f:leak", "eve", "tell me the key", Reply(f"it is {key}"))
+        leak = (await p.client.get("/api/queries", params={"session": "f:leak"})).json()["items"][0]
+        shown = json.dumps([leak, (await p.client.get(f"/api/queries/{leak['id']}")).json(),
+                            (await p.client.get("/api/sessions/f:leak")).json()])
+        assert key not in shown and "it is [redacted]" in shown
+        store0 = p.ctx.services.store
+        store0.write("DELETE FROM query_log WHERE session = 'f:leak'")
         for bad in ({"status": "great"}, {"since": "yesterday-ish"}, {"page": "0"}, {"size": "x"}):
             answer = await p.client.get("/api/queries", params=bad)
             assert answer.status_code == 400 and answer.json()["error"], bad

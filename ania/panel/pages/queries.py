@@ -17,6 +17,7 @@ from ania.panel.oplog import record_panel_op
 from ania.panel.pages.sessions import run_replay
 from ania.panel.query_args import text_arg, time_arg
 from ania.panel.render import BadInput, api_error, page_args, paged, render
+from ania.transcripts import masked
 from services.usage import STATUSES, QueryFilter
 
 #: Characters of a row's input and reply in the list (the detail has them whole).
@@ -42,7 +43,8 @@ def _short(row: dict[str, Any]) -> dict[str, Any]:
 
 def queries_page(ctx: PanelContext, f: QueryFilter, page: int, size: int) -> dict[str, Any]:
     log = ctx.services.queries
-    return paged([_short(r) for r in log.rows(f)], log.count(f), page, size)
+    rows = masked([_short(r) for r in log.rows(f)], ctx.services.paths, ctx.services.settings)
+    return paged(rows, log.count(f), page, size)
 
 
 def _qid(request: Request) -> int:
@@ -63,11 +65,12 @@ async def api_list(request: Request) -> JSONResponse:
 
 
 async def api_show(request: Request) -> JSONResponse:
+    ctx = panel_context(request)
     qid = _qid(request)
-    row = panel_context(request).services.queries.get(qid)
+    row = ctx.services.queries.get(qid)
     if row is None:
         return api_error(404, f"no query {qid}")
-    return JSONResponse(row)
+    return JSONResponse(masked(row, ctx.services.paths, ctx.services.settings))
 
 
 async def api_replay(request: Request) -> JSONResponse:

@@ -6,7 +6,6 @@ Secrets are masked in everything shown, as in an export."""
 
 from __future__ import annotations
 
-import json
 import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,7 +22,7 @@ from ania.panel.query_args import text_arg
 from ania.panel.render import BadInput, api_error, json_body, page_args, paged, render
 from ania.replay import replay_on
 from ania.retention import prune_stored
-from ania.transcripts import entry_dict, export_text, redact, secret_values
+from ania.transcripts import entry_dict, export_text, masked, redact, secret_values
 from ania.when import parse_duration
 from checkpoints.maintenance import ForkError, fork_thread
 from checkpoints.sessions import latest_checkpoint, page_sessions, session_messages
@@ -82,10 +81,9 @@ async def transcript_page(ctx: PanelContext, key: str, page: int, size: int,
         entries = await full_transcript(saver, key) or []
         if kept is not None:
             kept.put((key, newest), entries)
-    shown = entries[(page - 1) * size: page * size]
-    masked = json.loads(redact(json.dumps([entry_dict(e) for e in shown], ensure_ascii=False),
-                               secret_values(ctx.services.paths)))
-    return {**paged(masked, len(entries), page, size), "key": key,
+    shown = masked([entry_dict(e) for e in entries[(page - 1) * size: page * size]], ctx.services.paths,
+                   ctx.services.settings)
+    return {**paged(shown, len(entries), page, size), "key": key,
             "compactions": sum(1 for e in entries if e.kind == "compaction")}
 
 
@@ -96,7 +94,7 @@ async def run_replay(ctx: PanelContext, key: str, at: str, message: str | None) 
         report = await replay_on(ctx.engine, key, at, message=message, side_effects=False, out=said.append)
     except ForkError as e:
         raise BadInput(str(e)) from None
-    values = secret_values(ctx.services.paths)
+    values = secret_values(ctx.services.paths, ctx.services.settings)
     return {"session": key, "at": at, "scratch": report.scratch, "status": report.status,
             "removed_tools": report.removed_tools,
             "messages": [redact(render_message(m), values) for m in report.new_messages],
@@ -136,12 +134,13 @@ async def api_export(request: Request) -> Response:
     if fmt not in ("json", "md"):
         raise BadInput("format must be json or md")
     full = request.query_params.get("full", "1") not in ("0", "false", "no")
+    paths, settings = ctx.services.paths, ctx.services.settings
     if full:
         entries = await full_transcript(_saver(ctx), key)
-        text = export_text(key, fmt, ctx.services.paths, entries=entries) if entries else None
+        text = export_text(key, fmt, paths, entries=entries, settings=settings) if entries else None
     else:
         messages = await session_messages(_saver(ctx), key)
-        text = export_text(key, fmt, ctx.services.paths, messages=messages) if messages else None
+        text = export_text(key, fmt, paths, messages=messages, settings=settings) if messages else None
     if text is None:
         return api_error(404, f"no session {key!r}")
     name = "".join(c if c.isalnum() or c in "-_" else "_" for c in key)
