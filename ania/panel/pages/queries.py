@@ -64,19 +64,22 @@ async def api_list(request: Request) -> JSONResponse:
     return JSONResponse(queries_page(panel_context(request), query_filter(request, page_no, size), page_no, size))
 
 
-async def api_show(request: Request) -> JSONResponse:
+def _row(request: Request) -> tuple[PanelContext, int, dict[str, Any] | None]:
+    """The row the path names (None: there is none); BadInput for an id that is not a number."""
     ctx = panel_context(request)
     qid = _qid(request)
-    row = ctx.services.queries.get(qid)
+    return ctx, qid, ctx.services.queries.get(qid)
+
+
+async def api_show(request: Request) -> JSONResponse:
+    ctx, qid, row = _row(request)
     if row is None:
         return api_error(404, f"no query {qid}")
     return JSONResponse(masked(row, ctx.services.paths, ctx.services.settings))
 
 
 async def api_replay(request: Request) -> JSONResponse:
-    ctx = panel_context(request)
-    qid = _qid(request)
-    row = ctx.services.queries.get(qid)
+    ctx, qid, row = _row(request)
     if row is None:
         return api_error(404, f"no query {qid}")
     if not row.get("checkpoint"):
