@@ -32,6 +32,7 @@ from services.llm import CallLimiter, ModelFactory, VisionDescriber
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
 from services.persona import load_persona
+from services.recall import Recall
 from services.sessions import SessionRegistry
 from services.skills import Root, SkillInstaller, SkillRegistry
 from services.store import AppStore
@@ -122,6 +123,7 @@ async def build_services(
         skills=skills, skill_installer=SkillInstaller(skills, paths.data_dir / "skills", settings.skills, store),
         commands=commands, persona=load_persona(paths.config_dir, settings),
         config=ConfigEditor(paths, settings, store, commands), knowledge=knowledge,
+        recall=Recall(settings, knowledge),
         vision=vision, images=ImageShelf(),
         quota=Quota(settings.quota, store, admins.is_admin), queries=queries,
     )

@@ -119,6 +119,12 @@ def _op_line(r: dict[str, Any]) -> str:
     return f"{r['id']:>6}  {_when(r['ts'])}  {r['kind']:<14} {r['session'] or '-':<14} {r['actor'] or '-':<10} {detail}"
 
 
+def recalled_line(p: dict[str, Any]) -> str:
+    """One passage recalled into a turn (F3): its source, id, title, base, score and size."""
+    title = f" {json.dumps(p['title'], ensure_ascii=False)}" if p.get("title") else ""
+    return f"{p['source']} {p['id']}{title} in {p['scope']}, score {p['score']:.2f}, {p['runes']} characters"
+
+
 def query_full(r: dict[str, Any]) -> str:
     """A query log row in full (`ania logs show ID` at a terminal)."""
     lines = [f"query {r['id']}: {r['status']}", f"session   {r['session']} (thread {r['thread'] or '-'})",
@@ -129,6 +135,9 @@ def query_full(r: dict[str, Any]) -> str:
              f"input     {r['input']}", f"reply     {r['reply'] or '-'}",
              f"tool calls ({r['call_count'] or 0}, the first {len(r['calls'])} shown):"]
     lines += [f"  {c['name']}({c['args']}) → {c['status']}" for c in r["calls"]]
+    recalled = r.get("recalled") or []
+    lines.append(f"recalled ({len(recalled)}):" if recalled else "recalled  -")
+    lines += [f"  [{n}] {recalled_line(p)}" for n, p in enumerate(recalled, 1)]
     if r["checkpoint"]:
         lines.append(f"replay: ania sessions replay {r['session']} --at {r['checkpoint']}")
     return "\n".join(lines)

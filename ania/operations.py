@@ -28,6 +28,7 @@ from checkpoints.history import describe
 from checkpoints.sessions import latest_checkpoint
 from nodes.gates import HOOK_BLOCKED, PLAN_BLOCKED
 from nodes.prompt import user_message
+from nodes.recall import RECALLED
 from services.container import Services
 from services.usage import MessageLimits
 
@@ -103,8 +104,17 @@ def record_run(services: Services, session: str, qid: int, status: str, reply: s
 
     shown = QUERY_STATUS.get(status, status)
     calls = turn_calls(messages, message_id, masked)
-    services.queries.finish(qid, shown, usage, calls, reply)
+    services.queries.finish(qid, shown, usage, calls, reply, turn_recalled(messages, message_id))
     return shown, len(calls)
+
+
+def turn_recalled(messages: Sequence[AnyMessage], message_id: str) -> list[dict[str, Any]]:
+    """The passages recalled into the turn's message (nodes/recall.py keeps them in its metadata); a clock
+    run's ("") is its first message."""
+    for m in reversed(messages) if message_id else messages:
+        if isinstance(m, HumanMessage) and (m.id == message_id or not message_id):
+            return list(m.response_metadata.get(RECALLED) or [])
+    return []
 
 
 def turn_steps(messages: Sequence[AnyMessage], message_id: str) -> list[str]:

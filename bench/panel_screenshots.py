@@ -18,6 +18,7 @@ from pathlib import Path
 from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
 from ania.panel.app import available_pages
 from ania.panel.nav import NAV
+from bench.panel_seed_edit import EDIT_SEEDS
 from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, serve
 from tests.panel_helpers import PanelHarness, open_panel
 from tests.test_gates import wait_for
@@ -29,7 +30,7 @@ CHATS = [("g:10001", "u1", "what can you do?", "I answer questions, run tools an
 #: A long page (every setting) is cut here: the README shows its top.
 MAX_HEIGHT = 1400
 #: Per page module: what its screenshot needs besides the common data (the other pages add theirs here).
-seed_more: dict[str, Callable[[PanelHarness], Awaitable[None]]] = {}
+seed_more: dict[str, Callable[[PanelHarness], Awaitable[None]]] = {**EDIT_SEEDS}
 
 
 async def _knowledge(p: PanelHarness) -> None:

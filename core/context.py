@@ -7,7 +7,15 @@ for the built-ins); the registry only passes the context through, so it needs no
 
 from __future__ import annotations
 
+import re
 from typing import Protocol
+
+#: A conversation's key: `g:<group id>` (a group) or `f:<user id>` (a private chat).
+SESSION_KEY = re.compile(r"[fg]:\S+")
+
+
+def is_session_key(text: str) -> bool:
+    return SESSION_KEY.fullmatch(text) is not None
 
 
 class ToolContext(Protocol):

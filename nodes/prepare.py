@@ -1,8 +1,9 @@
 """How a turn starts and ends: prompt hooks, one-shot session context, per-turn reminders; the Stop hook.
 
 `prepare` runs inside the model step (nodes/model.py), so it stores no step of its own; `finish` is a
-step only when a Stop hook is configured. Whatever `prepare` adds goes at the tail of the user's message
-(never into the system prompt), so the request prefix stays byte-stable.
+step only when a Stop hook is configured. Whatever `prepare` adds (hook context, the recalled knowledge and
+memory of nodes/recall.py, the todo reminder) goes at the tail of the user's message (never into the
+system prompt), so the request prefix stays byte-stable.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from langchain_core.messages import HumanMessage, RemoveMessage
 
 from nodes.hook_events import hook_event
 from nodes.prompt import text_of, with_tail
+from nodes.recall import marked, recall
 from nodes.state import AgentState
 from services.context import RunContext
 from services.hooks import HookEventName
@@ -55,10 +57,12 @@ async def prepare(state: AgentState, ctx: RunContext) -> dict[str, Any]:
         return {**turn, "messages": [RemoveMessage(id=last.id or "")], "status": "blocked",
                 "reply": PROMPT_BLOCKED.format(reason=outcome.reason or "blocked by a hook")}
     blocks += context_block(outcome.context)
+    recalled = await recall(ctx, last)
+    blocks += [recalled.block] if recalled else []
     if ctx.agent_kind == "main":
         reminder = ctx.services.todos.reminder(ctx.session_key)
         blocks += [reminder] if reminder else []
-    return {**turn, "messages": [with_tail(last, blocks)]} if blocks else turn
+    return {**turn, "messages": [marked(with_tail(last, blocks), recalled)]} if blocks else turn
 
 
 def stop_event(ctx: RunContext) -> HookEventName:

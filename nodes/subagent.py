@@ -36,6 +36,7 @@ from core.registry import SessionExecutor, SharedExecutor
 from nodes.hook_events import hook_event
 from nodes.model import call_model
 from nodes.prompt import text_of
+from nodes.recall import recalled_into
 from nodes.state import SubagentState
 from services.context import CallbackBridge, RunContext
 from services.gates.approval_types import ApprovalRequest, Decision
@@ -127,7 +128,8 @@ async def run_subagent(graph: CompiledStateGraph[Any, Any, Any, Any], parent: Ru
                      agent_kind=request.kind, deadline=started + request.budget_sec,
                      author=parent.requester or parent.author,  # who cannot approve its config changes
                      limits=parent.limits)  # the message's quota standing and spend
-    inp = {"messages": [task_message(request, run_id)], "max_rounds": request.max_rounds or 0}
+    task = await recalled_into(ctx, task_message(request, run_id), request.task)  # recall.subagents
+    inp = {"messages": [task], "max_rounds": request.max_rounds or 0}
     status: SubagentStatus
     out: dict[str, Any] = {}
     crashed = False

@@ -20,6 +20,7 @@ from services.llm import CallLimiter, ModelFactory, VisionDescriber
 from services.mcp import MCPManager
 from services.outboxes import Outboxes
 from services.persona import Persona
+from services.recall import Recall
 from services.sessions import SessionRegistry
 from services.skills import SkillInstaller, SkillRegistry
 from services.store import AppStore
@@ -60,6 +61,8 @@ class Services:
     config: ConfigEditor
     #: The knowledge base and long-term memory (K1-K5), Chroma opened at first use.
     knowledge: KnowledgeService
+    #: What of the knowledge base and memory each new message is about, quoted into it (F3, nodes/recall.py).
+    recall: Recall
     #: Images for a model without vision are described by this one (vision.*); images a session saw, by ref.
     vision: VisionDescriber
     images: ImageShelf

@@ -66,6 +66,11 @@ def _m005_query_log(db: sqlite_utils.Database) -> None:
     db.table("query_log").create_index(["status"])
 
 
+def _m007_recall(db: sqlite_utils.Database) -> None:
+    """The passages recalled into a turn (F3): a JSON list, NULL when nothing was."""
+    db.execute("ALTER TABLE query_log ADD COLUMN recalled TEXT")
+
+
 #: Sessions remembered as having no started calls (beyond that the set starts over: a few more DELETEs).
 MAX_KNOWN_EMPTY = 4096
 
@@ -76,6 +81,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("003_started_calls", _m003_started_calls),
     ("004_clock", _m004_clock),
     ("005_query_log", _m005_query_log),
+    ("007_recall", _m007_recall),
 ]
 
 

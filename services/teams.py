@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from core.context import is_session_key
 from core.errors import ToolError
 from services.store import AppStore
 
@@ -37,6 +38,7 @@ NO_MEMBERS = "a team needs at least one member"
 DUPLICATE_MEMBER = 'two members are named "{name}"; member names must differ'
 BAD_PURPOSE = "the purpose must be one line of 1 to {max} characters"
 BAD_ROLE = 'the role of member "{name}" must be 1 to {max} characters'
+BAD_SCOPE = '"{scope}" is not a scope: use "global", g:<group id> or f:<user id>'
 TOO_MANY_TEAMS = "this scope already has {max} teams; delete one first (team_delete)"
 
 
@@ -46,6 +48,14 @@ def check_name(name: str, what: str = "team") -> str:
     if not _NAME.fullmatch(name):
         raise ToolError(BAD_NAME.format(what=what, name=name[:40], max=MAX_NAME))
     return name
+
+
+def check_scope(scope: str) -> str:
+    """GLOBAL or a session key (`g:<group>` / `f:<user>`), else a ToolError."""
+    scope = scope.strip()
+    if scope != GLOBAL and not is_session_key(scope):
+        raise ToolError(BAD_SCOPE.format(scope=scope[:80]))
+    return scope
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,18 @@ def validated(team: Team) -> Team:
     return Team(name, purpose, tuple(members), team.scope, team.timeout_sec, team.max_rounds)
 
 
+MAX_ROUNDS = 50
+
+
+def make_team(name: str, purpose: str, members: list[tuple[str, str]], scope: str, timeout_sec: int | None,
+              max_rounds: int | None, max_timeout_sec: int) -> Team:
+    """A validated team from what a person or the model gave: the run defaults clamped (timeout to
+    1..subagent.max_timeout_sec, rounds to 1..50), names and texts checked (team_save and the panel)."""
+    rounds = None if max_rounds is None else min(max(max_rounds, 1), MAX_ROUNDS)
+    timeout = None if timeout_sec is None else min(max(timeout_sec, 1), max_timeout_sec)
+    return validated(Team(name, purpose, tuple(Member(n, r) for n, r in members), scope, timeout, rounds))
+
+
 class TeamStore:
     def __init__(self, store: AppStore) -> None:
         self._store = store
@@ -144,6 +166,16 @@ class TeamStore:
 
     def in_scope(self, scope: str) -> list[Team]:
         return [Team.from_dict(d) for _, d in sorted(self._scope(scope).items())]
+
+    def scopes(self) -> list[str]:
+        """Every scope that holds a team: "global" first, then the sessions, sorted."""
+        rows = self._store.query("SELECT key FROM kv WHERE substr(key, 1, 5) = 'team:' ORDER BY key")
+        found = [str(r["key"])[5:] for r in rows]
+        return sorted(found, key=lambda s: (s != GLOBAL, s))
+
+    def everywhere(self) -> list[Team]:
+        """Every saved team (the panel): the global ones, then each session's, each sorted by name."""
+        return [team for scope in self.scopes() for team in self.in_scope(scope)]
 
     def visible(self, session_key: str) -> list[Team]:
         """What a session can run: its own teams, then the global ones, each sorted by name."""

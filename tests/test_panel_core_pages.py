@@ -182,3 +182,14 @@ async def test_labels_follow_the_browser_language_and_the_lang_cookie(tmp_path, 
         assert "操作日志" in (await browser.get("/ops", headers={"Accept-Language": "en"})).text
         r = await browser.get("/lang?set=en&next=//evil.example")
         assert r.headers["location"] == "/"
+
+
+async def test_a_reboot_where_none_is_possible_is_refused_and_a_broken_file_changes_nothing(tmp_path, scripted_llm):
+    async with open_panel(tmp_path, scripted_llm) as p:
+        (tmp_path / "config" / "ania.toml").write_text("[quota]\nglobal_daily_tokens = -1\n")
+        r = await p.client.post("/api/reboot")
+        assert r.status_code == 409 and r.json()["error"].startswith("Not restarted:"), r.text
+        assert p.ctx.services.settings.quota.global_daily_tokens == 0  # the running engine goes on
+        p.ctx.reboot = None
+        r = await p.client.post("/api/reboot")
+        assert r.status_code == 409 and "not possible" in r.json()["error"]

@@ -19,7 +19,7 @@ from core.errors import ToolError
 from core.tool import AnyTool, NoParams, Tool
 from services.context import RunContext
 from services.subagents import TeamRunRequest, admit, budget, clamp_note
-from services.teams import GLOBAL, MAX_MEMBERS, MAX_NAME, Member, Team, check_members, check_name, validated
+from services.teams import GLOBAL, MAX_MEMBERS, MAX_NAME, Team, check_members, check_name, make_team
 from tools.subagent import checked_task
 
 ScopeArg = Literal["session", "global"]
@@ -110,11 +110,8 @@ class TeamSaveTool(Tool[TeamSaveParams, RunContext]):
     async def execute(self, args: TeamSaveParams, ctx: RunContext) -> str:
         _refuse_nested(ctx)
         scope = _scope_key(args.scope, ctx, "save")
-        rounds = None if args.max_rounds is None else min(max(args.max_rounds, 1), 50)
-        timeout = None if args.timeout_sec is None else min(max(args.timeout_sec, 1),
-                                                            ctx.services.settings.subagent.max_timeout_sec)
-        team = validated(Team(args.name, args.purpose, tuple(Member(m.name, m.role) for m in args.members), scope,
-                              timeout, rounds))
+        team = make_team(args.name, args.purpose, [(m.name, m.role) for m in args.members], scope, args.timeout_sec,
+                         args.max_rounds, ctx.services.settings.subagent.max_timeout_sec)
         if any(t.name == team.name for t in await asyncio.to_thread(ctx.services.teams.in_scope, scope)):
             ctx.admin_in_group(f'replace the team "{team.name}"')
         replaced = await asyncio.to_thread(ctx.services.teams.save, team)

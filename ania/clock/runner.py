@@ -28,6 +28,7 @@ from graphs.clock import build_clock_graph
 from nodes.clock import clock_executor, task_message
 from nodes.model import MODEL_FAILED
 from nodes.prompt import text_of
+from nodes.recall import recalled_into
 from nodes.state import add_usage
 from nodes.subagent import detached, drive, stored_values
 from services.clock import ClockTask, RunOutcome, RunSpec, ToolCallRecord
@@ -61,8 +62,6 @@ class ClockRunner:
                          executor=clock_executor(services, task.session, spec.background), services=services,
                          agent_kind="clock", deadline=time.monotonic() + spec.budget_sec, author=task.created_by,
                          limits=limits)
-        inp = {"messages": [task_message(task, spec.run_id, spec.scheduled, ZoneInfo(task.timezone))],
-               "run_id": spec.run_id}
         qid = services.queries.start(task.session, task.created_by, task.prompt, trigger="clock", thread=thread)
         refusal = services.quota.call_refusal(limits)
         if refusal is not None:  # Q1: a chat over its daily tokens runs no task either (the chat is told)
@@ -73,6 +72,8 @@ class ClockRunner:
             self._refusals_told.add(told)
             return RunOutcome("error", detail=f"not run: {refusal}", thread=thread, quiet=quiet)
         try:
+            message = task_message(task, spec.run_id, spec.scheduled, ZoneInfo(task.timezone))
+            inp = {"messages": [await recalled_into(ctx, message, task.prompt)], "run_id": spec.run_id}  # recall.clock
             outcome, messages = await self._run(spec, ctx, inp, thread, label)
         except asyncio.CancelledError:  # /stop, the clock stopping: what its calls spent still counts, once
             services.quota.close(limits, task.session, 0)

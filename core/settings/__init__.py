@@ -40,6 +40,7 @@ from core.settings.check import (
 )
 from core.settings.panel import PanelSettings
 from core.settings.platform import FilesSettings, MemeSettings, OneBotSettings, WebSettings
+from core.settings.recall import RecallSettings
 from core.settings.sections import (
     AgentSettings,
     ApprovalSettings,
@@ -87,6 +88,7 @@ __all__ = [
     "PanelSettings",
     "Paths",
     "QuotaSettings",
+    "RecallSettings",
     "Settings",
     "SkillsSettings",
     "SubagentSettings",
@@ -121,6 +123,7 @@ class Settings(BaseSettings):
     clock: ClockSettings = Field(default_factory=ClockSettings)
     knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
     vision: VisionSettings = Field(default_factory=VisionSettings)
     onebot: OneBotSettings = Field(default_factory=OneBotSettings)
     web: WebSettings = Field(default_factory=WebSettings)

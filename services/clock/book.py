@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from core.context import is_session_key
 from core.errors import ToolError
 from core.settings import ClockSettings
 from services.clock.model import ClockRun, ClockTask
@@ -28,6 +29,7 @@ EMPTY_PROMPT = "the prompt is empty; say what the task should do each time it ru
 LONG_PROMPT = "the prompt is {n} characters long; at most {max} are accepted"
 BAD_NAME = "the name must be one line of at most {max} characters"
 BROKEN = "task {id} cannot be scheduled ({why}); delete it and create it again"
+BAD_SESSION = '"{session}" is not a chat: use g:<group id> or f:<user id>'
 NOTHING_TO_CHANGE = "nothing to change: give a schedule, prompt, enabled or timeout_sec"
 #: What a stored row that is not a task raises when it is read (reported, never loaded).
 UNREADABLE = (ValueError, TypeError, KeyError, OverflowError)
@@ -47,6 +49,8 @@ class TaskBook:
 
     def create(self, session: str, by: str, schedule: str, prompt: str, name: str | None = None,
                run_once: bool = False, timeout_sec: int | None = None) -> ClockTask:
+        if not is_session_key(session):
+            raise ToolError(BAD_SESSION.format(session=session[:80]))
         prompt = _checked_prompt(prompt)
         count = self.db.count(session)
         if count >= self.settings.max_tasks_per_session:

@@ -29,7 +29,7 @@ from tomlkit.exceptions import TOMLKitError
 from core.errors import ConfigError, DeveloperError, ToolError
 from core.settings import CONFIG_FILE, KeyInfo, Paths, Settings, registry
 from services.commands import CommandStore
-from services.configure.files import CONFIG_FILES, MASK, MAX_FILE, TAKES_EFFECT, checked_file, shown_file
+from services.configure.files import CONFIG_FILES, MASK, MAX_FILE, TAKES_EFFECT, checked_file, raw_file, shown_file
 from services.files import atomic_write_text
 from services.store import AppStore
 
@@ -192,6 +192,10 @@ class ConfigEditor:
     # --- files -----------------------------------------------------------------------------------
     def read_file(self, name: str) -> str:
         return shown_file(name, self.paths.config_dir)
+
+    def raw_file(self, name: str) -> str | None:
+        """The file as saved (None: not there yet) for the operator's panel; never mcp.json."""
+        return raw_file(name, self.paths.config_dir)
 
     async def write_file(self, name: str, content: str, *, session: str, actor: str, approved_by: str) -> str:
         path = self.paths.config_dir / CONFIG_FILES[name]

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from core.errors import ConfigError, ToolError
+from core.errors import ConfigError, DeveloperError, ToolError
 from services.commands import parse_commands
 from services.hooks.config import parse_hooks
 from services.mcp.config import ServerSpec
@@ -41,14 +41,9 @@ def masked_file_args(raw: dict[str, Any]) -> dict[str, Any]:
 def shown_file(name: str, config_dir: Path) -> str:
     """What config_file_get returns: the file, with mcp.json's secrets masked."""
     path = config_dir / CONFIG_FILES[name]
-    if not path.exists():
+    text = _read_text(path)
+    if text is None:
         return f"config/{path.name} does not exist yet."
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ToolError(f"cannot read config/{path.name} ({e})") from None
-    if len(text) > MAX_FILE:
-        raise ToolError(f"config/{path.name} is larger than {MAX_FILE // 1024} KiB")
     if name != "mcp_json":
         return f"config/{path.name}:\n{text}"
     try:
@@ -58,6 +53,26 @@ def shown_file(name: str, config_dir: Path) -> str:
                         "secrets. Write a whole new file with config_file_set.") from None
     return (f'config/mcp.json (values of env and headers are shown as "{MASK}"; write "{MASK}" back to keep '
             f"a saved value):\n{json.dumps(_mask_mcp(data), indent=2, ensure_ascii=False)}")
+
+
+def raw_file(name: str, config_dir: Path) -> str | None:
+    """The file's text as saved (None when it does not exist), for a reader allowed to see all of it: never
+    mcp.json, whose secrets are shown masked only (shown_file)."""
+    if name == "mcp_json":
+        raise DeveloperError("mcp.json is shown masked only (shown_file)")
+    return _read_text(config_dir / CONFIG_FILES[name])
+
+
+def _read_text(path: Path) -> str | None:
+    if not path.exists():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ToolError(f"cannot read config/{path.name} ({e})") from None
+    if len(text) > MAX_FILE:
+        raise ToolError(f"config/{path.name} is larger than {MAX_FILE // 1024} KiB")
+    return text
 
 
 def checked_file(name: str, content: str, config_dir: Path) -> str:
@@ -89,7 +104,7 @@ def _checked_mcp(content: str, config_dir: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         old = {}
     old_servers = old.get("mcpServers", {}) if isinstance(old, dict) else {}
-    new_refs = _references(data) - _references(old)
+    new_refs = references(data) - references(old)
     if new_refs:
         raise ConfigError(f'"{sorted(new_refs)[0][:80]}" adds a ${{...}} reference; variables are not expanded '
                           "in servers written from the chat")
@@ -133,12 +148,12 @@ def _unmask(server: str, spec: dict[str, Any], old: Any) -> None:
                 values[k] = saved[k]
 
 
-def _references(data: Any) -> set[str]:
+def references(data: Any) -> set[str]:
     """Every string holding a `${...}` reference, anywhere in the JSON value."""
     if isinstance(data, str):
         return {data} if "${" in data else set()
     if isinstance(data, dict):
-        return set().union(*(_references(v) for v in data.values()), *(_references(k) for k in data))
+        return set().union(*(references(v) for v in data.values()), *(references(k) for k in data))
     if isinstance(data, list):
-        return set().union(*(_references(v) for v in data))
+        return set().union(*(references(v) for v in data))
     return set()

@@ -61,6 +61,19 @@ class HookManager:
         """Handlers first, then matching shell hooks; the first block wins, contexts are kept in order."""
         if event.name not in EVENTS:
             raise ValueError(f"unknown hook event {event.name!r}; expected one of {EVENTS}")
+        return await self._decide(event, self._handlers, await self.table())
+
+    async def trial(self, text: str, event: HookEvent) -> tuple[int, HookOutcome]:
+        """Run the shell hooks of a draft `hooks.json` text (not saved) that match `event`, exactly as `run`
+        runs saved ones (same environment, same verdicts), without the Python handlers: the panel's "try a
+        hook against a sample payload". Returns how many hooks matched and the outcome; ConfigError when the
+        text would not be accepted."""
+        table, warnings = parse_hooks(text, self.path.name)
+        if warnings:
+            raise ConfigError("; ".join(warnings))
+        return len(self.matching(table, event.name, event.tool_name)), await self._decide(event, (), table)
+
+    async def _decide(self, event: HookEvent, handlers: Sequence[HookHandler], table: HookTable) -> HookOutcome:
         contexts: list[str] = []
         asks: list[str] = []  # "ask" answers: the call needs a human unless a later hook blocks it
 
@@ -72,10 +85,10 @@ class HookManager:
             contexts.extend(outcome.context)
             return None
 
-        for handler in self._handlers:
+        for handler in handlers:
             if (done := fold(await self._call_handler(handler, event))) is not None:
                 return done
-        hooks = self.matching(await self.table(), event.name, event.tool_name)
+        hooks = self.matching(table, event.name, event.tool_name)
         if hooks:
             cwd = str(self._cwd or Path.cwd())
             # Hooks never see the bot's settings or credentials (services/processes.py).

@@ -124,27 +124,41 @@ class ServerControl:
         again = "" if not t.lazy else " Tools loaded from it before must be loaded again with mcp_load."
         return f'Reconnected MCP server "{name}" ({len(server.defs())} tools).{again}'
 
-    def list_servers(self) -> str:
+    def status(self) -> list[dict[str, Any]]:
+        """Every server the table or mcp.json knows, by name: its state, tool count, what it runs (no secrets),
+        last error, whether mcp.json holds it. mcp_list and the panel show this."""
         t = self.t
         try:
             in_file = read_raw(t.path)["mcpServers"]
         except MCPError:
             in_file = {}
-        names = sorted({*t.servers, *t.invalid, *in_file})
-        if not names:
-            return "No MCP servers are configured."
-        lines = [f"MCP servers ({len(names)}):"]
-        for name in names:
+        out: list[dict[str, Any]] = []
+        for name in sorted({*t.servers, *t.invalid, *in_file}):
+            row: dict[str, Any] = {"name": name, "saved": name in in_file, "tools": 0, "transport": "",
+                                   "target": "", "error": ""}
             s = t.servers.get(name)
-            saved = "" if name in in_file else ", not saved in mcp.json"
             if s is not None:
-                tools = f"{len(s.defs())} tools, " if s.defs() else ""
-                lines.append(f"- {name}: {s.state()}, {tools}{s.spec.transport}: {s.spec.target()}{saved}")
+                row.update(state=s.state(), connected=s.conn.alive(), tools=len(s.defs()),
+                           transport=s.spec.transport, target=s.spec.target(), error=s.conn.error)
             elif name in t.invalid:
-                lines.append(f"- {name}: invalid definition: {t.invalid[name]}")
+                row.update(state=f"invalid definition: {t.invalid[name]}", connected=False, error=t.invalid[name])
             else:
                 entry = in_file[name]
                 off = isinstance(entry, dict) and entry.get("disabled")
-                state = "disabled" if off else "not started (use mcp_reconnect)"
-                lines.append(f"- {name}: {state}")
+                row.update(state="disabled" if off else "not started (use mcp_reconnect)", connected=False)
+            out.append(row)
+        return out
+
+    def list_servers(self) -> str:
+        rows = self.status()
+        if not rows:
+            return "No MCP servers are configured."
+        lines = [f"MCP servers ({len(rows)}):"]
+        for r in rows:
+            saved = "" if r["saved"] else ", not saved in mcp.json"
+            if r["transport"]:
+                tools = f"{r['tools']} tools, " if r["tools"] else ""
+                lines.append(f"- {r['name']}: {r['state']}, {tools}{r['transport']}: {r['target']}{saved}")
+            else:
+                lines.append(f"- {r['name']}: {r['state']}")
         return "\n".join(lines)

@@ -16,6 +16,7 @@ import asyncio
 import os
 import secrets
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -27,6 +28,8 @@ from services.skills.registry import SkillRegistry
 from services.store import AppStore
 
 MAX_SKILLS_PER_INSTALL = 50
+#: Fills the empty staging folder it is given; returns the folder to look for skills in and where they came from.
+Unpacker = Callable[[Path], Awaitable[tuple[Path, str]]]
 
 
 class SkillInstaller:
@@ -44,12 +47,37 @@ class SkillInstaller:
         self.store.log_op("skill_manage", session, actor, {"action": action, **detail})
 
     async def install(self, source: str, *, session: str = "", actor: str = "", approved_by: str = "") -> str:
+        """Install from a URL or the text of a SKILL.md (skill_install)."""
         shown = "SKILL.md text" if source.strip().startswith("---") else source.strip()[:300]
+
+        async def unpack_into(unpacked: Path) -> tuple[Path, str]:
+            src = classify(source, self.codeload)
+            base = _write_text_skill(unpacked, src.text) if src.text else await self._fetch(src, unpacked)
+            return base, src.shown()
+
+        return await self._installing(shown, unpack_into, session, actor, approved_by)
+
+    async def install_upload(self, data: bytes, filename: str, *, session: str = "", actor: str = "",
+                             approved_by: str = "") -> str:
+        """Install an uploaded zip archive or SKILL.md (the panel): the same checks as a download, the same cap."""
+        shown = f"upload {filename[:120]}"
+
+        async def unpack_into(unpacked: Path) -> tuple[Path, str]:
+            cap = int(self.settings.max_download_mb * 2**20)
+            if len(data) > cap:
+                raise SkillError(f"the upload is larger than {self.settings.max_download_mb:g} MB "
+                                 "(skills.max_download_mb)")
+            return await self._unpack(data, unpacked, "", "the upload"), f'the upload "{filename[:120]}"'
+
+        return await self._installing(shown, unpack_into, session, actor, approved_by)
+
+    async def _installing(self, shown: str, unpack_into: Unpacker, session: str, actor: str,
+                          approved_by: str) -> str:
+        """One install, under the lock, logged whether it worked or not."""
         try:
             async with self._lock:
-                src = classify(source, self.codeload)
                 try:
-                    names, notes = await self._install(src)
+                    names, notes, origin = await self._install(unpack_into)
                 except OSError as e:
                     raise SkillError(f"the skill could not be written ({e.strerror or e})") from None
         except SkillError as e:
@@ -59,20 +87,17 @@ class SkillInstaller:
         self._log("install", session, actor, {"source": shown, "ok": True, "skills": names,
                                               "approved_by": approved_by})
         what = f'skill "{names[0]}"' if len(names) == 1 else f"{len(names)} skills ({', '.join(names)})"
-        lines = [f"Installed {what} from {src.shown()}. Read it with skill_read(name).", *notes]
+        lines = [f"Installed {what} from {origin}. Read it with skill_read(name).", *notes]
         return "\n".join(lines)
 
-    async def _install(self, src: Source) -> tuple[list[str], list[str]]:
+    async def _install(self, unpack_into: Unpacker) -> tuple[list[str], list[str], str]:
         self.root.mkdir(parents=True, exist_ok=True)
         staging = self.root / f".install-{secrets.token_hex(6)}"
         staging.mkdir()
         try:
             unpacked = staging / "unpacked"
             unpacked.mkdir()
-            if src.text:
-                base = _write_text_skill(unpacked, src.text)
-            else:
-                base = await self._fetch(src, unpacked)
+            base, origin = await unpack_into(unpacked)
             skills, problems = _find_skills(base)
             names = [s.name for s in skills]
             previous = set(self.registry.current.skills)
@@ -84,22 +109,26 @@ class SkillInstaller:
         notes += [f'"{n}" replaced the skill of the same name.' for n in names if n in previous]
         notes += [f'"{n}" is installed but not enabled: skills.enabled does not list it.'
                   for n in names if n not in current.skills]
-        return names, notes
+        return names, notes, origin
 
     async def _fetch(self, src: Source, unpacked: Path) -> Path:
         data = await download(src.url, max_bytes=int(self.settings.max_download_mb * 2**20),
                               timeout_sec=self.settings.download_timeout_sec,
                               private_ok=self.settings.allow_private_hosts)
+        if not is_zip(data) and src.subdir:
+            raise SkillError(f"{src.url[:200]} did not answer with a zip archive")
+        return await self._unpack(data, unpacked, src.subdir, "the download")
+
+    async def _unpack(self, data: bytes, unpacked: Path, subdir: str, what: str) -> Path:
+        """A zip archive (every check of services/skills/archive.py) or the text of one SKILL.md."""
         if is_zip(data):
             limits = Limits(self.settings.max_files, int(self.settings.max_unpacked_mb * 2**20))
             await asyncio.to_thread(unpack, data, unpacked, limits)
-            return _subdir(unpacked, src.subdir)
-        if src.subdir:
-            raise SkillError(f"{src.url[:200]} did not answer with a zip archive")
+            return _subdir(unpacked, subdir)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            raise SkillError("the download is neither a zip archive nor a UTF-8 SKILL.md") from None
+            raise SkillError(f"{what} is neither a zip archive nor a UTF-8 SKILL.md") from None
         return _write_text_skill(unpacked, text)
 
     async def remove(self, name: str, *, session: str = "", actor: str = "", approved_by: str = "") -> str:

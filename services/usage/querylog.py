@@ -4,8 +4,9 @@ run) from its start to its final response, in the app store's `query_log` table.
 A row is written `running` when the turn starts, with the thread and the checkpoint it starts from (so
 `ania sessions fork/replay --at` can go back there), and completed when it ends: status, tokens,
 duration, the reply, the first 20 tool calls (name, arguments cut, result status, "blocked by <gate>")
-and their total count. A row still `running` whose process is gone (a crash, kill -9) is marked
-`interrupted` when the next engine starts.
+and their total count, and the passages of knowledge and memory recalled into the message (F3). A row
+still `running` whose process is gone (a crash, kill -9) is marked `interrupted` when the next engine
+starts.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ MAX_CALLS = 20
 ARGS_CHARS = 300
 REPLY_CHARS = 500
 STATUSES = ("running", "success", "stopped", "timeout", "error", "quota", "interrupted")
-#: Columns added by later migrations that hold JSON (decoded by `get` when the table has them).
-JSON_EXTRA = ("recalled", "batch")
+#: Columns another migration may add that hold JSON (decoded by `get` when the table has them; `recalled`,
+#: of 007_recall, is one of COLUMNS).
+JSON_EXTRA = ("batch",)
 COLUMNS = ("id, started, ended, session, sender, trigger, input, status, tokens, total_tokens, duration_ms, "
-           "calls, call_count, thread, checkpoint, reply")
+           "calls, call_count, thread, checkpoint, reply, recalled")
 
 
 @dataclass(frozen=True)
@@ -101,16 +103,18 @@ class QueryLog:
              os.getpid()])
 
     def finish(self, qid: int, status: str, usage: Mapping[str, int], calls: Sequence[Mapping[str, Any]],
-               reply: str) -> None:
+               reply: str, recalled: Sequence[Mapping[str, Any]] = ()) -> None:
+        """`recalled`: the passages quoted into the turn's message (F3; NULL when none)."""
         if not qid:
             return
         now = time.time()
         kept = [dict(c, args=cut(str(c.get("args", "")), ARGS_CHARS)) for c in calls[:MAX_CALLS]]
         self._store.write(
             "UPDATE query_log SET ended = ?, status = ?, tokens = ?, total_tokens = ?, duration_ms = "
-            "CAST((? - started) * 1000 AS INTEGER), calls = ?, call_count = ?, reply = ? WHERE id = ?",
+            "CAST((? - started) * 1000 AS INTEGER), calls = ?, call_count = ?, reply = ?, recalled = ? WHERE id = ?",
             [now, status, json.dumps(dict(usage), sort_keys=True), int(usage.get("total_tokens", 0)), now,
-             json.dumps(kept, ensure_ascii=False), len(calls), cut(reply, REPLY_CHARS), qid])
+             json.dumps(kept, ensure_ascii=False), len(calls), cut(reply, REPLY_CHARS),
+             json.dumps([dict(r) for r in recalled], ensure_ascii=False) if recalled else None, qid])
 
     def rows(self, f: QueryFilter) -> list[dict[str, Any]]:
         """Newest first: `f.limit` rows from `f.offset` on."""
@@ -145,7 +149,8 @@ class QueryLog:
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:
-    return {**row, "tokens": json.loads(row["tokens"] or "{}"), "calls": json.loads(row["calls"] or "[]")}
+    return {**row, "tokens": json.loads(row["tokens"] or "{}"), "calls": json.loads(row["calls"] or "[]"),
+            "recalled": json.loads(row["recalled"] or "[]")}
 
 
 def _alive(pid: int | None) -> bool:

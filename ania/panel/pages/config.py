@@ -112,7 +112,11 @@ async def api_reboot(request: Request) -> JSONResponse:
     ctx = panel_context(request)
     if ctx.reboot is None:
         return api_error(409, "a reboot is not possible from here")
-    return JSONResponse({"message": await ctx.reboot()})
+    before = ctx.services
+    message = await ctx.reboot()
+    if ctx.services is before:  # refused (a setting that does not load) or failed: the old engine goes on
+        return api_error(409, message)
+    return JSONResponse({"message": message})
 
 
 def routes() -> list[BaseRoute]:
