@@ -87,7 +87,8 @@ async def test_query_log_filters_pages_shows_and_replays(tmp_path, scripted_llm)
         store.write("ALTER TABLE query_log ADD COLUMN batch TEXT")
         store.write("UPDATE query_log SET batch = ? WHERE id = ?", [json.dumps({"size": 3}), row["id"]])
         store.write("UPDATE query_log SET recalled = ? WHERE id = ?",
-                    [json.dumps([{"doc": "d-1", "title": "Rules", "text": "be kind"}]), row["id"]])
+                    [json.dumps([{"source": "kb", "id": "d-1", "title": "Rules", "scope": "global", "score": 0.9,
+                                 "runes": 7}]), row["id"]])
         detail = (await p.client.get(f"/api/queries/{row['id']}")).json()
         assert detail["recalled"][0]["title"] == "Rules" and detail["batch"] == {"size": 3}
         bob = (await p.client.get("/api/queries", params={"session": "f:bob"})).json()["items"][0]

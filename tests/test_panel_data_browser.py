@@ -5,6 +5,7 @@ page's edit flow: add a global document, find it by search, delete it."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 from tests.browser_helpers import BROWSER_MODULE, browser_panel
 from tests.panel_data_helpers import COMPACTING, compacted, say
@@ -21,6 +22,8 @@ async def test_walk_the_data_pages_and_manage_a_global_document(tmp_path, script
         await compacted(p, scripted_llm, "f:u1", turns=3)
         await say(p, scripted_llm, "g:club", "alice", "hello club")
         await p.ctx.services.knowledge.save_memory("g:club", "Alice likes green tea")
+        passage = {"source": "kb", "id": "d-1", "title": "Club rules", "scope": "global", "score": 0.9, "runes": 7}
+        p.ctx.services.store.write("UPDATE query_log SET recalled = ? WHERE session = 'g:club'", [json.dumps([passage])])
         await page.goto(f"{base}/queries")
         await expect(page.locator("#rows tr[data-id]")).to_have_count(4)
         await page.fill('#filters input[name="session"]', "g:club")
@@ -28,7 +31,8 @@ async def test_walk_the_data_pages_and_manage_a_global_document(tmp_path, script
         await expect(page.locator("#rows tr[data-id]")).to_have_count(1)
         await page.click("#rows tr[data-id] a")
         await page.wait_for_selector("#detail:not([hidden]) h2")
-        assert "hello club" in await page.inner_text("#detail")
+        detail = await page.inner_text("#detail")
+        assert "hello club" in detail and "Club rules" in detail and "Injected passages" in detail
 
         await page.goto(f"{base}/usage")
         assert await page.locator("#usage-chart rect.day").count() == 30

@@ -29,12 +29,15 @@ function field(name, value) {
 }
 
 function passages(list) {
+  // Each passage recalled into the turn (F3): source, id, title, base, score and size, as `ania logs show` has them.
   const box = el("div", {}, el("h2", {}, L("passages")));
   for (const p of list) {
     if (p && typeof p === "object") {
-      const head = [p.title, p.doc || p.id, p.score !== undefined ? "score " + p.score : ""].filter(Boolean).join(" · ");
-      box.append(el("div", { class: "passage" }, el("div", { class: "muted" }, head),
-        el("pre", {}, p.text !== undefined ? String(p.text) : JSON.stringify(p, null, 1))));
+      const score = typeof p.score === "number" ? "score " + p.score.toFixed(2) : "";
+      const size = p.runes !== undefined ? p.runes + " chars" : "";
+      const head = [p.source, p.id || p.doc, p.title ? "\u201c" + p.title + "\u201d" : "", p.scope, score, size];
+      box.append(el("div", { class: "passage mono" }, head.filter(Boolean).join(" \u00b7 ")));
+      if (p.text !== undefined) box.append(el("pre", {}, String(p.text)));
     } else {
       box.append(el("pre", {}, String(p)));
     }
