@@ -8,36 +8,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-import time
 from datetime import datetime
 from typing import Any
 
-DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
-UNIT_SEC = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+from ania.when import parse_duration, parse_when
 
 
 def duration(text: str) -> float:
     """argparse type: `90s`, `30m`, `2h`, `7d`, `2w` → seconds."""
-    found = DURATION.match(text)
-    if not found:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration: use a number and a unit s, m, h, d or w, "
-                                         "e.g. 30m, 2h or 30d")
-    return float(found.group(1)) * UNIT_SEC[found.group(2)]
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def since(text: str) -> float:
     """argparse type: a duration back from now (`2h`) or a local date/time (`2026-11-30`, `2026-11-30T14:00`)."""
     try:
-        return time.time() - duration(text)
-    except argparse.ArgumentTypeError:
-        pass
-    try:
-        return datetime.fromisoformat(text.strip()).timestamp()
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is neither a duration (2h, 30m, 7d) nor a date or time "
-                                         "(2026-11-30, 2026-11-30T14:00)") from None
+        return parse_when(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_parser(sub: Any) -> None:

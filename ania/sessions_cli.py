@@ -9,9 +9,6 @@ happens; the original session is never written.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import re
 import secrets
 import sys
 from datetime import UTC, datetime, timedelta
@@ -20,12 +17,9 @@ from typing import TYPE_CHECKING, Any
 from ania.logs_cli import duration
 
 if TYPE_CHECKING:
-    from langchain_core.messages import AnyMessage
 
     from core.settings import Paths
 
-SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-REDACTED = "[redacted]"
 DEFAULT_STUDIO = "http://127.0.0.1:2024"
 
 
@@ -53,6 +47,9 @@ def add_actions(ssub: Any, session_key: Any) -> None:
     export = ssub.add_parser("export", help="a session's messages as JSON or Markdown (secrets redacted)")
     export.add_argument("key", type=session_key)
     export.add_argument("--format", choices=("json", "md"), default="json")
+    export.add_argument("--full", action="store_true",
+                        help="the whole conversation from the checkpoints, each compaction summary where it "
+                             "happened (default: the history since the last compaction, as the model sees it)")
     studio = ssub.add_parser("studio", help="open a session in LangGraph Studio (`make studio` first)",
                              description="Copies the session to a Studio thread (a UUID derived from the key; "
                                          "Studio accepts no other thread ids) in data/checkpoints.db, which "
@@ -117,108 +114,46 @@ async def _history(saver: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def secret_values(paths: Paths) -> list[str]:
-    """Values that must never appear in an export: sensitive settings and secret-looking environment variables."""
-    from core.settings import load_settings, registry
-
-    values = {v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= 8}
-    try:
-        settings = load_settings(paths.config_dir)
-    except Exception:  # noqa: BLE001 - a broken config still exports, masking the environment's secrets
-        settings = None
-    for info in registry():
-        if info.sensitive and settings is not None:
-            section, _, key = info.key.partition(".")
-            value = getattr(getattr(settings, section), key, "")
-            if isinstance(value, str) and len(value) >= 4:
-                values.add(value)
-    return sorted(values, key=len, reverse=True)
-
-
-def redact(text: str, values: list[str]) -> str:
-    for v in values:
-        text = text.replace(v, REDACTED)
-    return text
-
-
 async def _export(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
-    from langchain_core.messages import messages_to_dict
-
+    from ania.transcripts import export_text
     from checkpoints.sessions import session_messages
+    from checkpoints.transcript import full_transcript
 
-    messages = await session_messages(saver, args.key)
-    if not messages:
+    if args.full:
+        entries = await full_transcript(saver, args.key)
+        found = bool(entries)
+    else:
+        messages = await session_messages(saver, args.key)
+        found = bool(messages)
+    if not found:
         print(f"ania: no session {args.key!r}", file=sys.stderr)
         return 1
-    if args.format == "json":
-        text = json.dumps({"session": args.key, "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                           "messages": messages_to_dict(messages)}, ensure_ascii=False, indent=1)
-    else:
-        text = markdown(args.key, messages)
-    print(redact(text, secret_values(paths)))
+    print(export_text(args.key, args.format, paths, **({"entries": entries} if args.full else {"messages": messages})))
     return 0
 
 
-def _content(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        elif isinstance(block, dict):
-            parts.append(f"[{block.get('type', 'attachment').replace('_url', '')}]")
-    return "\n".join(parts)
-
-
-def markdown(key: str, messages: list[AnyMessage]) -> str:
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-
-    out = [f"# Session {key}", ""]
-    for m in messages:
-        text = _content(m.content)
-        if isinstance(m, HumanMessage):
-            sender = m.response_metadata.get("sender") or "user"
-            out += [f"**{sender}**:", "", text, ""]
-        elif isinstance(m, AIMessage):
-            out += ["**assistant**:", "", text] if text else ["**assistant**:"]
-            out += [f"- calls `{c['name']}` {json.dumps(c['args'], ensure_ascii=False, sort_keys=True)}"
-                    for c in m.tool_calls]
-            out.append("")
-        elif isinstance(m, ToolMessage):
-            status = m.response_metadata.get("ania_status") or m.status
-            out += [f"**tool {m.name}** ({status}):", "", *(f"> {line}" for line in text.splitlines() or [""]), ""]
-        elif isinstance(m, SystemMessage):
-            out += ["**summary of earlier turns**:", "", text, ""]
-    return "\n".join(out)
-
-
 async def _prune(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
-    from checkpoints.maintenance import prune_threads, vacuum
+    from ania.retention import prune_stored
     from core.settings import load_settings
     from services.store import AppStore
     from services.usage import QueryLog
 
     before = datetime.now(UTC) - timedelta(seconds=args.older_than)
-    rows, running = 0, set()
     db = paths.data_dir / "ania.db"
-    if db.exists():
-        store = AppStore(db)
-        try:
-            running = {r["session"] for r in store.query("SELECT DISTINCT session FROM query_log "
-                                                          "WHERE status = 'running'")}
-            rows = QueryLog(store, load_settings(paths.config_dir).logs).prune(before.timestamp(), dry_run=args.dry_run)
-        finally:
+    store = AppStore(db) if db.exists() else None
+    try:
+        queries = QueryLog(store, load_settings(paths.config_dir).logs) if store is not None else None
+        done = await prune_stored(saver, store, queries, before, dry_run=args.dry_run)
+    finally:
+        if store is not None:
             store.close()
-    report = await prune_threads(saver, before, dry_run=args.dry_run, running=running)
+    report = done.report
     verb = "would delete" if args.dry_run else "deleted"
     print(f"{verb}: {len(report.sessions_deleted)} idle session(s), {report.checkpoints} checkpoint(s), "
-          f"{report.writes} write(s), {rows} query row(s) older than {before.astimezone():%Y-%m-%d %H:%M}")
+          f"{report.writes} write(s), {done.query_rows} query row(s) older than {before.astimezone():%Y-%m-%d %H:%M}")
     for key in report.sessions_deleted:
         print(f"  session {key}")
-    if not args.dry_run and report.checkpoints and not await vacuum(saver):
+    if not done.vacuumed:
         print("note: the file was not compacted (in use); the space is reused by new checkpoints")
     return 0
 

@@ -33,6 +33,21 @@ MAX_HEIGHT = 1400
 seed_more: dict[str, Callable[[PanelHarness], Awaitable[None]]] = {**EDIT_SEEDS}
 
 
+async def _knowledge(p: PanelHarness) -> None:
+    knowledge = p.ctx.services.knowledge
+    await knowledge.add_document("global", "House rules", "Be kind. No spam. 请友善发言，不要刷屏。")
+    await knowledge.add_document("global", "Opening hours", "The club opens at 18:00 on Fridays and 10:00 on Sundays.")
+    await knowledge.add_document("g:10001", "Group notes", "Meeting minutes of the group, kept by the bot.")
+
+
+async def _memory(p: PanelHarness) -> None:
+    for text in ("u1 prefers answers in Chinese", "The group meets on Fridays", "u7 is learning English"):
+        await p.ctx.services.knowledge.save_memory("g:10001", text)
+
+
+seed_more.update(knowledge=_knowledge, memory=_memory)
+
+
 async def seed(p: PanelHarness, llm: ScriptedOpenAI) -> asyncio.Task[object]:
     """The common data; returns the turn left waiting for an approval (denied at the end)."""
     for session, user, text, reply in CHATS:

@@ -68,6 +68,60 @@ async def list_sessions(saver: BaseCheckpointSaver[str]) -> list[SessionInfo]:
     return [SessionInfo(k, counts[k]) for k in sorted(counts)]
 
 
+@dataclass(frozen=True)
+class SessionRow:
+    """A session as a list shows it: key, checkpoints, its newest checkpoint and when that was written."""
+
+    key: str
+    checkpoints: int
+    newest: str
+    at: datetime | None
+
+
+#: One page of sessions, newest first, and on each row how many match. The sessions are walked one index
+#: seek each (a skip scan: the next thread id after the last), and each one's newest checkpoint is one more
+#: seek, so the cost grows with the number of sessions, not of checkpoints (a pass over the checkpoint index
+#: took 1.8x as long at 15 checkpoints a session, and grows with every turn).
+PAGE_SQL = (
+    "WITH RECURSIVE t(id) AS (SELECT (SELECT MIN(thread_id) FROM checkpoints) UNION ALL "
+    "SELECT (SELECT MIN(thread_id) FROM checkpoints WHERE thread_id > t.id) FROM t WHERE t.id IS NOT NULL), "
+    "s(id, newest) AS (SELECT id, (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = t.id "
+    "AND checkpoint_ns = '') FROM t WHERE id IS NOT NULL {where}) "
+    "SELECT id, newest, COUNT(*) OVER () FROM s WHERE newest IS NOT NULL ORDER BY newest DESC, id LIMIT ? OFFSET ?")
+COUNT_SQL = "SELECT COUNT(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = '' {where}"
+STEPS_SQL = ("SELECT thread_id, COUNT(*) FROM checkpoints WHERE checkpoint_ns = '' AND thread_id IN ({marks}) "
+             "GROUP BY thread_id")
+
+
+async def page_sessions(saver: BaseCheckpointSaver[str], search: str = "", offset: int = 0,
+                        limit: int = 50) -> tuple[list[SessionRow], int]:
+    """Sessions whose key contains `search` (case-insensitive), most recently written first: one page, and
+    how many match. SQLite pages in SQL; another saver lists them all first."""
+    if not isinstance(saver, AsyncSqliteSaver):
+        rows = [SessionRow(i.key, i.checkpoints, "", None) for i in await list_sessions(saver)
+                if search.lower() in i.key.lower()]
+        return rows[offset:offset + limit], len(rows)
+    args: list[str] = []
+    if search:
+        escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        args = [f"%{escaped}%"]
+    await saver.setup()
+    async with saver.lock:
+        found = list(await saver.conn.execute_fetchall(
+            PAGE_SQL.format(where="AND id LIKE ? ESCAPE '\\'" if search else ""), (*args, limit, offset)))
+        if found:
+            total = int(found[0][2])
+            keys = [str(r[0]) for r in found]
+            counts = await saver.conn.execute_fetchall(STEPS_SQL.format(marks=",".join("?" * len(keys))), keys)
+            steps: dict[str, int] = {str(k): int(n) for k, n in counts}
+        else:  # a page past the end: count apart
+            where = "AND thread_id LIKE ? ESCAPE '\\'" if search else ""
+            counted = list(await saver.conn.execute_fetchall(COUNT_SQL.format(where=where), tuple(args)))
+            total, steps = (int(counted[0][0]) if counted else 0), {}
+    return [SessionRow(str(k), int(steps.get(k, 0)), str(newest), checkpoint_time(str(newest)))
+            for k, newest, _ in found], total
+
+
 RECENT_SQL = ("SELECT thread_id, MAX(checkpoint_id) AS newest FROM checkpoints WHERE checkpoint_ns = '' "
               "GROUP BY thread_id ORDER BY newest DESC")
 #: A chat's own session (`f:<user>`, `g:<group>`): not a subagent, replay or clock thread, nor a Studio copy.

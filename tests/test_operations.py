@@ -16,6 +16,7 @@ from checkpoints.sessions import latest_checkpoint
 from core.settings import QuotaSettings
 from services.store import AppStore
 from services.usage import QueryFilter, Quota
+from services.usage.quota import KEEP_DAYS
 from tests.conftest import make_settings
 from tests.subagent_helpers import Router, wait_for
 from tests.test_gates import Marker
@@ -99,7 +100,15 @@ async def test_the_quota_day_starts_at_midnight_in_its_timezone(tmp_path):
     assert quota.day() == "2026-03-02" and quota.used("g:1").session == 0 and quota.call_refusal(quota.open("g:1", "u", tally=False)) is None
     quota.add("g:1", 5)
     keys = [r["key"] for r in store.query("SELECT key FROM kv ORDER BY key")]
-    assert keys == ["daily:2026-03-02:g:1", "daily:2026-03-02:global"]  # the old day was pruned
+    assert keys == ["daily:2026-03-01:g:1", "daily:2026-03-01:global", "daily:2026-03-02:g:1",
+                    "daily:2026-03-02:global"]  # kept for the usage history (KEEP_DAYS)
+    assert quota.daily("2026-03-01", "2026-03-02") == {"2026-03-01": 150, "2026-03-02": 5}
+    assert quota.daily("2026-03-02", "2026-03-02", "g:1") == {"2026-03-02": 5}
+    assert quota.totals("2026-03-01", "2026-03-02", 10) == [("g:1", 155)] and quota.today() == {"g:1": 5, "global": 5}
+    now[0] += KEEP_DAYS * 86400
+    quota.add("g:2", 1)
+    keys = [r["key"] for r in store.query("SELECT key FROM kv ORDER BY key")]
+    assert keys == ["daily:2026-04-02:g:2", "daily:2026-04-02:global"]  # days older than KEEP_DAYS were pruned
     store.close()
 
 

@@ -169,6 +169,12 @@ class ChunkBase:
     async def docs(self, scope: str) -> list[DocInfo]:
         return await self._run(lambda: self.store.docs(self.name, scope))
 
+    async def scopes(self) -> dict[str, int]:
+        return await self._run(lambda: self.store.scopes(self.name))
+
+    async def texts(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        return await self._run(lambda: self.store.texts(self.name, doc_ids))
+
     async def find(self, doc_id: str) -> tuple[DocInfo, list[str]] | None:
         return await self._run(lambda: self.store.doc(self.name, doc_id))
 

@@ -76,9 +76,24 @@ class KnowledgeService:
         scopes = [session_key, GLOBAL] if session_key != GLOBAL else [GLOBAL]
         return await self.kb.search(query, self.kb.index.analyzer.query_terms(query), scopes, top_k)
 
-    async def list_documents(self, scope: str, limit: int) -> tuple[list[DocInfo], int]:
+    async def list_documents(self, scope: str, limit: int, offset: int = 0) -> tuple[list[DocInfo], int]:
+        """Newest first: `limit` documents from `offset` on, and how many the scope holds."""
         docs = await self.kb.docs(check_scope(scope))
-        return docs[:limit], len(docs)
+        return docs[offset:offset + limit], len(docs)
+
+    async def scopes(self) -> dict[str, int]:
+        """Every scope of the knowledge base that holds documents, with their number (the operator's view)."""
+        return await self.kb.scopes()
+
+    async def clear_scope(self, scope: str) -> list[DocInfo]:
+        """Delete every document of one scope (the operator pruning a chat's base); returns what went."""
+        gone = []
+        for info in await self.kb.docs(check_scope(scope)):
+            found = await self.kb.find(info.id)
+            if found is not None:
+                await self.kb.delete(*found)
+                gone.append(found[0])
+        return gone
 
     async def delete_document(self, doc_id: str, readable: Collection[str] | None,
                               writable: Collection[str] | None, check: Check | None = None) -> DocInfo:
@@ -112,10 +127,23 @@ class KnowledgeService:
     async def search_memory(self, session_key: str, query: str, top_k: int) -> list[Hit]:
         return await self.memory.search(query, self.memory.index.analyzer.query_terms(query), [session_key], top_k)
 
-    async def delete_memory(self, session_key: str, memory_id: str, check: Check | None = None) -> DocInfo:
+    async def list_memories(self, scope: str, limit: int, offset: int = 0) -> tuple[list[tuple[DocInfo, str]], int]:
+        """A chat's memories, newest first, each with its text: `limit` from `offset` on, and their number."""
+        docs = await self.memory.docs(scope)
+        page = docs[offset:offset + limit]
+        texts = await self.memory.texts([d.id for d in page])
+        return [(d, texts.get(d.id, "")) for d in page], len(docs)
+
+    async def memory_scopes(self) -> dict[str, int]:
+        """Every chat that has memories, with their number (the operator's view)."""
+        return await self.memory.scopes()
+
+    async def delete_memory(self, session_key: str | None, memory_id: str, check: Check | None = None) -> DocInfo:
+        """Delete one of the chat's memories (`session_key` None: of any chat, the operator)."""
         found = await self.memory.find(memory_id)
-        if found is None or found[0].scope != session_key:
-            raise ToolError(NOT_FOUND.format(what="memory", id=memory_id, where="this chat's memory"))
+        if found is None or (session_key is not None and found[0].scope != session_key):
+            where = "this chat's memory" if session_key is not None else "any chat's memory"
+            raise ToolError(NOT_FOUND.format(what="memory", id=memory_id, where=where))
         if check is not None:
             check(found[0])
         await self.memory.delete(*found)

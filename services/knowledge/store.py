@@ -177,6 +177,21 @@ class ChromaStore:
                        runes=int(m.get("runes", 0)), added=int(m.get("added", 0))) for m in got["metadatas"] or []]
         return sorted(out, key=lambda d: (-d.added, d.id))
 
+    def scopes(self, base: str) -> dict[str, int]:
+        """Every scope holding documents of the base, with their number."""
+        got = self.collection(f"{base}_chunks").get(where={"pos": 0}, include=["metadatas"])
+        out: dict[str, int] = {}
+        for m in got["metadatas"] or []:
+            out[str(m["scope"])] = out.get(str(m["scope"]), 0) + 1
+        return out
+
+    def texts(self, base: str, doc_ids: Sequence[str]) -> dict[str, str]:
+        """The first chunk's text of each document (a memory's whole text)."""
+        if not doc_ids:
+            return {}
+        got = self.collection(f"{base}_chunks").get(ids=[f"{d}#0" for d in doc_ids], include=["documents"])
+        return {i.rsplit("#", 1)[0]: d or "" for i, d in zip(got["ids"], got["documents"] or [], strict=False)}
+
     def doc(self, base: str, doc_id: str) -> tuple[DocInfo, list[str]] | None:
         got = self.collection(f"{base}_chunks").get(where={"doc": doc_id}, include=["metadatas"])
         if not got["ids"]:

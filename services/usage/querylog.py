@@ -59,6 +59,33 @@ class QueryFilter:
     since: float | None = None
     tool: str | None = None
     limit: int = 50
+    #: The panel's further conditions: who sent it, and an end of the time range (exclusive).
+    sender: str | None = None
+    until: float | None = None
+    offset: int = 0
+
+    def where(self) -> tuple[str, list[Any]]:
+        """The SQL condition (constant text, values as ? placeholders) and its values."""
+        where: list[str] = []
+        args: list[Any] = []
+        # With a chat given, `+` keeps SQLite on the (session, started) index: the status index of a common
+        # status ("success") would walk most of the table.
+        plus = "+" if self.session else ""
+        for column, value in (("session", self.session), (plus + "status", self.status), ("sender", self.sender)):
+            if value:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if self.since is not None:
+            where.append("started >= ?")
+            args.append(self.since)
+        if self.until is not None:
+            where.append("started < ?")
+            args.append(self.until)
+        if self.tool:  # the LIKE is a cheap prefilter on the JSON text; json_each is the exact check
+            where.append("calls LIKE ? AND EXISTS (SELECT 1 FROM json_each(calls) WHERE "
+                         "json_extract(value, '$.name') = ?)")
+            args += [f"%{self.tool}%", self.tool]
+        return ("WHERE " + " AND ".join(where)) if where else "", args
 
 
 def cut(text: str, n: int) -> str:
@@ -127,29 +154,19 @@ class QueryLog:
              json.dumps([dict(r) for r in recalled], ensure_ascii=False) if recalled else None, qid])
 
     def rows(self, f: QueryFilter) -> list[dict[str, Any]]:
-        """Newest first."""
-        where: list[str] = []
-        args: list[Any] = []
-        if f.session:
-            where.append("session = ?")
-            args.append(f.session)
-        if f.status:
-            where.append("status = ?")
-            args.append(f.status)
-        if f.since is not None:
-            where.append("started >= ?")
-            args.append(f.since)
-        if f.tool:  # a cheap prefilter on the JSON text; the exact check is below
-            where.append("calls LIKE ?")
-            args.append(f'%"name": "{f.tool}"%')
-        sql = f"SELECT {COLUMNS} FROM query_log {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC"  # noqa: S608 - constant COLUMNS and clauses, values as ? placeholders
-        out = [_decoded(r) for r in self._store.query(sql, args)]
-        if f.tool:
-            out = [r for r in out if any(c.get("name") == f.tool for c in r["calls"])]
-        return out[: f.limit]
+        """Newest first: `f.limit` rows from `f.offset` on."""
+        where, args = f.where()
+        sql = f"SELECT {COLUMNS} FROM query_log {where} ORDER BY id DESC LIMIT ? OFFSET ?"  # noqa: S608 - constant COLUMNS and clauses, values as ? placeholders
+        return [_decoded(r) for r in self._store.query(sql, [*args, f.limit, f.offset])]
+
+    def count(self, f: QueryFilter) -> int:
+        """How many rows match (a page's total)."""
+        where, args = f.where()
+        return int(self._store.query(f"SELECT COUNT(*) AS n FROM query_log {where}", args)[0]["n"])  # noqa: S608 - constant clauses, values as ? placeholders
 
     def get(self, qid: int) -> dict[str, Any] | None:
-        found = self._store.query(f"SELECT {COLUMNS} FROM query_log WHERE id = ?", [qid])  # noqa: S608 - constant COLUMNS, values as ? placeholders
+        """One row in full, JSON columns decoded; the process id is left out."""
+        found = self._store.query(f"SELECT {COLUMNS} FROM query_log WHERE id = ?", [qid])  # noqa: S608 - constant columns
         return _decoded(found[0]) if found else None
 
     def prune(self, before: float, *, dry_run: bool = False) -> int:

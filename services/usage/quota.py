@@ -1,13 +1,13 @@
 """Daily token quotas (Q1): per session and global, counted per day in `quota.timezone`.
 
-Counters live in the app store's KV under `daily:<date>:<session>` and `daily:<date>:global`, each
-expiring two days after it was last written; rows of past days are deleted when a new day's first
-tokens are added. A turn is refused before it starts (`refusal`), and checked again before every model
-call it makes, its subagents', team members' and clock runs' included (`call_refusal`): the day's
-counters plus the in-flight tally, the tokens of every message still running, which each model call
-adds to when it returns (`spent`). So a message that crosses the limit stops at its next model call,
-and the overshoot is bounded by the calls already in flight. When the message ends, `close` moves
-exactly what it put in the tally out again and adds its tokens to the day's counters once.
+Counters live in the app store's KV under `daily:<date>:<session>` and `daily:<date>:global`. They are kept
+`KEEP_DAYS` days (the panel's usage page shows the last 30 from them: `daily`, `totals`); older ones are deleted
+when a new day's first tokens are added. A turn is refused before it starts (`refusal`), and checked again
+before every model call it makes, its subagents', team members' and clock runs' included (`call_refusal`):
+the day's counters plus the in-flight tally, the tokens of every message still running, which each model
+call adds to when it returns (`spent`). So a message that crosses the limit stops at its next model call,
+and the overshoot is bounded by the calls already in flight. When the message ends, `close` moves exactly
+what it put in the tally out again and adds its tokens to the day's counters once.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from core.settings import QuotaSettings
@@ -24,8 +24,10 @@ from services.store import AppStore
 from services.usage.limits import MessageLimits
 
 PREFIX = "daily:"
-#: A day's counters are kept this long after their last write (they are read only on their own day).
-TTL_SEC = 2 * 86400
+#: Days of counters kept (today included): the usage history.
+KEEP_DAYS = 31
+#: A day's counters expire this long after their last write.
+TTL_SEC = (KEEP_DAYS + 1) * 86400
 #: Both counters in one statement (the KV's values are JSON; a number's JSON is its digits).
 ADD_SQL = ("INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?), (?, ?, ?) ON CONFLICT (key) DO UPDATE "
            "SET value = CAST(CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER) AS TEXT), "
@@ -65,6 +67,12 @@ class Quota:
         rows = self._store.query("SELECT key, value FROM kv WHERE key IN (?, ?)", [mine, total])
         found = {r["key"]: int(json.loads(r["value"])) for r in rows}
         return DayUsage(day, found.get(mine, 0), found.get(total, 0))
+
+    def today(self) -> dict[str, int]:
+        """Every counter of today: each session's tokens, and `global` for all of them."""
+        day = self.day()
+        rows = self._store.query(f"SELECT substr(key, 18) AS who, value FROM kv {RANGE}", _range(day, day))  # noqa: S608 - constant clause
+        return {r["who"]: int(r["value"]) for r in rows}
 
     def open(self, session: str, user: str, *, tally: bool = True) -> MessageLimits:
         """The limits of a message from `user` (a clock run: its task's creator) in `session`."""
@@ -128,11 +136,26 @@ class Quota:
                                     _key(day, "global"), str(tokens), expires])
         if day != self._pruned_day:
             self._pruned_day = day
-            self.prune(day)
+            first = (date.fromisoformat(day) - timedelta(days=KEEP_DAYS - 1)).isoformat()
+            self.prune(first)
 
-    def prune(self, today: str) -> int:
-        """Delete the counters of days before `today` (ISO dates sort as text)."""
-        return self._store.write("DELETE FROM kv WHERE key LIKE ? AND substr(key, 7, 10) < ?", [f"{PREFIX}%", today])
+    def prune(self, first: str) -> int:
+        """Delete the counters of days before `first` (ISO dates sort as text)."""
+        return self._store.write("DELETE FROM kv WHERE key LIKE ? AND substr(key, 7, 10) < ?", [f"{PREFIX}%", first])
+
+    def daily(self, first: str, last: str, who: str = "global") -> dict[str, int]:
+        """One counter (a session's, or `global`) per day from `first` to `last` (ISO dates, both included)."""
+        rows = self._store.query(f"SELECT substr(key, 7, 10) AS day, value FROM kv {RANGE} AND substr(key, 18) = ?",  # noqa: S608 - constant clause
+                                 [*_range(first, last), who])
+        return {r["day"]: int(r["value"]) for r in rows}
+
+    def totals(self, first: str, last: str, limit: int) -> list[tuple[str, int]]:
+        """The sessions that spent most from `first` to `last`, with their tokens, most first."""
+        rows = self._store.query(
+            f"SELECT substr(key, 18) AS who, SUM(CAST(value AS INTEGER)) AS tokens FROM kv {RANGE} "  # noqa: S608 - constant clause
+            "AND substr(key, 18) != 'global' GROUP BY who ORDER BY tokens DESC, who LIMIT ?",
+            [*_range(first, last), limit])
+        return [(r["who"], int(r["tokens"])) for r in rows]
 
     def _reset(self) -> dict[str, str]:
         now = datetime.fromtimestamp(self._now(), self._zone)
@@ -154,3 +177,12 @@ class Quota:
 
 def _key(day: str, who: str) -> str:
     return f"{PREFIX}{day}:{who}"
+
+
+#: The counters of a range of days: one range of the KV's primary key (`daily:<first>:` up to `daily:<last>;`,
+#: ';' sorting right after ':'); `substr(key, 18)` is the session (or `global`) after `daily:<date>:`.
+RANGE = "WHERE key >= ? AND key < ?"
+
+
+def _range(first: str, last: str) -> list[str]:
+    return [f"{PREFIX}{first}:", f"{PREFIX}{last};"]
