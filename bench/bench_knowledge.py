@@ -48,14 +48,15 @@ def settings(llm: ScriptedOpenAI | None, **knowledge: Any) -> Settings:
     return Settings(knowledge={"max_docs": 100_000, **knowledge}, embedding=embedding)
 
 
-def filler(rng: random.Random, runes: int, corpus_share: float = 0.2) -> str:
+def filler(rng: random.Random, runes: int, corpus_share: float = 0.2, lang: str = "mix") -> str:
     """Distractor text: random sentences of 8-20 words, `corpus_share` of them from the corpus's own
-    vocabulary (so distractors match the questions' words too), the rest everyday words."""
+    vocabulary (so distractors match the questions' words too), the rest everyday words; half the
+    sentences Chinese, or all of them in `lang` ("zh", "en")."""
     words = _vocabulary()
     out: list[str] = []
     size = 0
     while size < runes:
-        zh = rng.random() < 0.5
+        zh = rng.random() < 0.5 if lang == "mix" else lang == "zh"
         topical, general = (words[0], GENERAL_ZH) if zh else (words[1], GENERAL_EN)
         sentence = ("" if zh else " ").join(rng.choice(topical if rng.random() < corpus_share else general)
                                             for _ in range(rng.randint(8, 20)))

@@ -87,10 +87,9 @@ class ChunkBase:
 
             def write() -> bool:
                 mark = self.index.begin(scope)
-                self.store.add_chunks(self.name, chunks, meta)
-                stored = vectors is not None and self._try_vectors(chunks, vectors)
-                self.index.add(scope, chunks, mark, self.store.new_stamp(self.name, scope))
-                return stored
+                stamp = self.store.add_chunks(self.name, chunks, meta)
+                self.index.add(scope, chunks, mark, stamp)
+                return vectors is not None and self._try_vectors(chunks, vectors)
 
             stored = await self._run(write)
             return Added(info, duplicate=False, vectors=stored)
@@ -135,8 +134,7 @@ class ChunkBase:
                     terms: Sequence[str]) -> list[tuple[Chunk, float]]:
         for scope in scopes:
             if not self.index.is_current(scope, stamps[scope]):
-                chunks = self.store.load_scope(self.name, scope) if stamps[scope] else []
-                self.index.load(scope, stamps[scope], chunks)
+                self.index.load(scope, stamps[scope], self.store.load_scope(self.name, scope))
         return self.index.search(scopes, terms, CANDIDATES)
 
     def _cosines(self, qvec: np.ndarray, scopes: Sequence[str],
