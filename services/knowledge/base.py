@@ -10,6 +10,7 @@ candidates of its own. A failing embedder or vector collection leaves the keywor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -86,6 +87,8 @@ class ChunkBase:
             meta = {"hash": digest_, "chunks": info.chunks, "runes": info.runes, "added": info.added}
 
             def write() -> bool:
+                with contextlib.suppress(IndexReset):  # a replaced file: the scope's next search rebuilds it
+                    self._current([scope])  # a scope new to the index enters it now: its first search finds it built
                 mark = self.index.begin(scope)
                 stamp = self.store.add_chunks(self.name, chunks, meta)
                 self.index.add(scope, chunks, mark, stamp)
@@ -124,18 +127,19 @@ class ChunkBase:
 
     def _keyword(self, scopes: Sequence[str], terms: Sequence[str]) -> list[tuple[Chunk, float]]:
         """BM25 candidates; a scope whose index disagrees with the store's stamp is rebuilt first."""
-        stamps = self.store.stamps(self.name, scopes)
         try:
-            return self._keyword_at(stamps, scopes, terms)
+            self._current(scopes)
+            return self.index.search(scopes, terms, CANDIDATES)
         except IndexReset:  # the index file was damaged and replaced: rebuild what this search needs, once
-            return self._keyword_at(stamps, scopes, terms)
+            self._current(scopes)
+            return self.index.search(scopes, terms, CANDIDATES)
 
-    def _keyword_at(self, stamps: dict[str, str | None], scopes: Sequence[str],
-                    terms: Sequence[str]) -> list[tuple[Chunk, float]]:
+    def _current(self, scopes: Sequence[str]) -> None:
+        """Rebuild from the store each scope whose stamp in the index is not the store's (in the store's thread)."""
+        stamps = self.store.stamps(self.name, scopes)
         for scope in scopes:
             if not self.index.is_current(scope, stamps[scope]):
                 self.index.load(scope, stamps[scope], self.store.load_scope(self.name, scope))
-        return self.index.search(scopes, terms, CANDIDATES)
 
     def _cosines(self, qvec: np.ndarray, scopes: Sequence[str],
                  keyword: list[tuple[Chunk, float]]) -> tuple[dict[str, float], dict[str, Chunk]]:

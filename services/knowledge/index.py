@@ -125,6 +125,14 @@ class KeywordIndex:
                 self._db = self._open()
                 raise IndexReset(str(self.path)) from None
 
+    def _write(self, fn: Callable[[], T]) -> T | None:
+        """A write of ours: on a damaged file (replaced, empty) None, as if the scope were not in the index,
+        which its next search rebuilds; the store's write goes on either way."""
+        try:
+            return self._guard(fn)
+        except IndexReset:
+            return None
+
     # --- scopes ---------------------------------------------------------------------------------
     def stamp(self, scope: str) -> str | None:
         """The stamp the scope was built at; None when it is not in the index."""
@@ -160,7 +168,7 @@ class KeywordIndex:
                 cur = self._db.execute("UPDATE scopes SET stamp = ? WHERE scope = ?", (mark, scope))
             return mark if cur.rowcount else None
 
-        return self._guard(write)
+        return self._write(write)
 
     def add(self, scope: str, chunks: Sequence[Chunk], mark: str | None, new_stamp: str) -> None:
         """Our own write, applied when the scope still carries our mark; else the scope is rebuilt later."""
@@ -173,7 +181,7 @@ class KeywordIndex:
                 if n is not None:
                     self._insert(n, prepared)
 
-        self._guard(write)
+        self._write(write)
 
     def remove(self, scope: str, doc_id: str, mark: str | None, new_stamp: str) -> None:
         def write() -> None:
@@ -186,7 +194,7 @@ class KeywordIndex:
                 self._db.executemany(f"INSERT INTO f{n} (f{n}, rowid, terms) VALUES ('delete', ?, ?)", rows)  # noqa: S608 - f<n> is our own table, values as ? placeholders
                 self._db.execute("DELETE FROM chunks WHERE n = ? AND doc = ?", (n, doc_id))
 
-        self._guard(write)
+        self._write(write)
 
     # --- reading --------------------------------------------------------------------------------
     def search(self, scopes: Sequence[str], terms: Sequence[str], limit: int) -> list[tuple[Chunk, float]]:
