@@ -63,7 +63,7 @@ class Chunk:
     text: str
 
 
-class IndexReset(Exception):  # noqa: N818 - not an error to the caller: "the file was replaced, ask again"
+class IndexReset(Exception):
     """The index file was damaged and has been replaced by an empty one; the caller rebuilds and retries."""
 
 
@@ -71,7 +71,7 @@ class KeywordIndex:
     def __init__(self, analyzer: Analyzer, path: Path) -> None:
         self.analyzer = analyzer
         self.path = path
-        #: Scopes rebuilt from the store by this process (a test's window on "did it rebuild").
+        #: Scopes rebuilt from the store's chunks by this process (a test's window on "did it rebuild").
         self.rebuilds = 0
         self._lock = threading.Lock()
         self._db = self._open()
@@ -156,8 +156,9 @@ class KeywordIndex:
                 self._insert(int(n or 0), prepared)
 
         self._guard(write)
-        self.rebuilds += 1
-        log.info("keyword index %s: scope %s rebuilt from the store (%d chunks)", self.path, scope, len(prepared))
+        if prepared:  # a scope new to the index (nothing stored yet) is not a rebuild, and not worth a line
+            self.rebuilds += 1
+            log.info("keyword index %s: scope %s rebuilt from the store (%d chunks)", self.path, scope, len(prepared))
 
     def begin(self, scope: str) -> str | None:
         """Mark the scope as being written before the store is; the mark is what `add`/`remove` take."""
@@ -231,7 +232,8 @@ class KeywordIndex:
     def size(self, scope: str) -> int:
         def read() -> int:
             n = self._number(scope)
-            return 0 if n is None else int(self._db.execute("SELECT count(*) FROM chunks WHERE n = ?", (n,)).fetchone()[0])
+            found = None if n is None else self._db.execute("SELECT count(*) FROM chunks WHERE n = ?", (n,)).fetchone()
+            return 0 if found is None else int(found[0])
 
         return self._guard(read)
 
@@ -265,8 +267,9 @@ class KeywordIndex:
 
     def _insert(self, n: int, prepared: list[tuple[Chunk, str]]) -> None:
         for c, terms in prepared:
-            row = self._db.execute("INSERT INTO chunks (n, id, doc, title, pos, text, terms) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                   (n, c.id, c.doc_id, c.title, c.pos, c.text, terms)).lastrowid
+            values = (n, c.id, c.doc_id, c.title, c.pos, c.text, terms)
+            row = self._db.execute("INSERT INTO chunks (n, id, doc, title, pos, text, terms) "
+                                   "VALUES (?, ?, ?, ?, ?, ?, ?)", values).lastrowid
             self._db.execute(f"INSERT INTO f{n} (rowid, terms) VALUES (?, ?)", (row, terms))  # noqa: S608 - f<n> is our own table, values as ? placeholders
 
     def _drop(self, scope: str) -> None:
