@@ -31,15 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from services.knowledge import bm25
 from services.knowledge.text import Analyzer
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 #: Bumped when the file's layout changes: an older file is rebuilt.
-FORMAT = "1"
+FORMAT = "2"
 #: Terms arrive space-separated and already folded; FTS5 only splits them at the spaces.
 TOKENIZE = "unicode61 remove_diacritics 0"
+#: A scope's table: `terms` is what is searched, `every` holds "1" in every row (services/knowledge/bm25.py).
+_TABLE = f"CREATE VIRTUAL TABLE f{{n}} USING fts5(terms, every, content='', tokenize='{TOKENIZE}')"
 _DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -99,6 +102,7 @@ class KeywordIndex:
             with db:
                 db.execute("BEGIN IMMEDIATE")
                 for (n,) in db.execute("SELECT n FROM scopes").fetchall():
+                    db.execute(f"DROP TABLE IF EXISTS v{int(n)}")
                     db.execute(f"DROP TABLE IF EXISTS f{int(n)}")
                 db.execute("DELETE FROM scopes")
                 db.execute("DELETE FROM chunks")
@@ -151,9 +155,11 @@ class KeywordIndex:
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
                 self._drop(scope)
-                n = self._db.execute("INSERT INTO scopes (scope, stamp) VALUES (?, ?)", (scope, stamp)).lastrowid
-                self._db.execute(f"CREATE VIRTUAL TABLE f{n} USING fts5(terms, content='', tokenize='{TOKENIZE}')")
-                self._insert(int(n or 0), prepared)
+                cur = self._db.execute("INSERT INTO scopes (scope, stamp) VALUES (?, ?)", (scope, stamp))
+                n = int(cur.lastrowid or 0)
+                self._db.execute(_TABLE.format(n=n))
+                self._db.execute(f"CREATE VIRTUAL TABLE v{n} USING fts5vocab(f{n}, 'col')")
+                self._insert(n, prepared)
 
         self._guard(write)
         if prepared:  # a scope new to the index (nothing stored yet) is not a rebuild, and not worth a line
@@ -192,7 +198,7 @@ class KeywordIndex:
                 if n is None:
                     return
                 rows = self._db.execute("SELECT row, terms FROM chunks WHERE n = ? AND doc = ?", (n, doc_id)).fetchall()
-                self._db.executemany(f"INSERT INTO f{n} (f{n}, rowid, terms) VALUES ('delete', ?, ?)", rows)  # noqa: S608 - f<n> is our own table, values as ? placeholders
+                self._db.executemany(f"INSERT INTO f{n} (f{n}, rowid, terms, every) VALUES ('delete', ?, ?, '1')", rows)  # noqa: S608 - f<n> is our own table, values as ? placeholders
                 self._db.execute("DELETE FROM chunks WHERE n = ? AND doc = ?", (n, doc_id))
 
         self._write(write)
@@ -202,24 +208,40 @@ class KeywordIndex:
         """The best `limit` chunks of the scopes by BM25 (higher is better), ties by document and position."""
         if not terms:
             return []
-        match = " OR ".join(f'"{t}"' for t in terms)
 
         def read() -> list[tuple[Chunk, float]]:
             found: list[tuple[Chunk, float]] = []
             for scope in scopes:
                 n = self._number(scope)
-                if n is None:
-                    continue
-                rows = self._db.execute(
-                    f"SELECT c.id, c.doc, c.title, c.pos, c.text, -m.rank FROM (SELECT rowid, rank FROM f{n} "  # noqa: S608 - f<n> is our own table, values as ? placeholders
-                    f"WHERE f{n} MATCH ? ORDER BY rank LIMIT ?) m JOIN chunks c ON c.row = m.rowid", (match, limit),
-                ).fetchall()
-                found.extend((Chunk(i, d, t, p, scope, x), s) for i, d, t, p, x, s in rows)
+                if n is not None:
+                    found.extend((Chunk(i, d, t, p, scope, x), s) for i, d, t, p, x, s in self._best(n, terms, limit))
             return found
 
         found = self._guard(read)
         found.sort(key=lambda h: (-h[1], h[0].doc_id, h[0].pos))
         return found[:limit]
+
+    def _best(self, n: int, terms: Sequence[str], limit: int) -> list[tuple[str, str, str, int, str, float]]:
+        """(id, doc, title, pos, text, score) of the table's best `limit` rows: narrowed when that is exact
+        (services/knowledge/bm25.py), else every row holding a term scored."""
+        marks = ",".join("?" * len(terms))
+        df = dict(self._db.execute(f"SELECT term, doc FROM v{n} WHERE col = 'terms' AND term IN ({marks})", terms))  # noqa: S608 - v<n> is our own table, values as ? placeholders
+        every = self._db.execute(f"SELECT doc FROM v{n} WHERE col = 'every' AND term = '1'").fetchone()  # noqa: S608 - v<n> is our own table
+        rows = int(every[0]) if every else 0
+        rare, frequent = bm25.split(rows, terms, df)
+        if rare and frequent:
+            best = self._scored(n, bm25.narrowed(rare, frequent), limit)
+            if len(best) == limit and min(b[5] for b in best) > bm25.bound(rows, frequent, df):
+                return best
+        return self._scored(n, bm25.any_of(terms), limit)
+
+    def _scored(self, n: int, match: str, limit: int) -> list[tuple[str, str, str, int, str, float]]:
+        score = bm25.SCORE.format(table=f"f{n}")
+        found: list[tuple[str, str, str, int, str, float]] = self._db.execute(
+            f"SELECT c.id, c.doc, c.title, c.pos, c.text, -m.score FROM (SELECT rowid, {score} AS score FROM f{n} "  # noqa: S608 - f<n> is our own table, values as ? placeholders
+            f"WHERE f{n} MATCH ? ORDER BY score LIMIT ?) m JOIN chunks c ON c.row = m.rowid", (match, limit),
+        ).fetchall()
+        return found
 
     def chunk(self, scope: str, chunk_id: str) -> Chunk | None:
         def read() -> Chunk | None:
@@ -270,11 +292,12 @@ class KeywordIndex:
             values = (n, c.id, c.doc_id, c.title, c.pos, c.text, terms)
             row = self._db.execute("INSERT INTO chunks (n, id, doc, title, pos, text, terms) "
                                    "VALUES (?, ?, ?, ?, ?, ?, ?)", values).lastrowid
-            self._db.execute(f"INSERT INTO f{n} (rowid, terms) VALUES (?, ?)", (row, terms))  # noqa: S608 - f<n> is our own table, values as ? placeholders
+            self._db.execute(f"INSERT INTO f{n} (rowid, terms, every) VALUES (?, ?, '1')", (row, terms))  # noqa: S608 - f<n> is our own table, values as ? placeholders
 
     def _drop(self, scope: str) -> None:
         n = self._number(scope)
         if n is not None:
+            self._db.execute(f"DROP TABLE IF EXISTS v{n}")
             self._db.execute(f"DROP TABLE IF EXISTS f{n}")
             self._db.execute("DELETE FROM chunks WHERE n = ?", (n,))
             self._db.execute("DELETE FROM scopes WHERE n = ?", (n,))
