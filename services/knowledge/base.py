@@ -75,7 +75,7 @@ class ChunkBase:
                 found = await self._run(lambda: self.store.doc(self.name, existing))
                 if found is not None:
                     return Added(found[0], duplicate=True, vectors=False)
-            count = len(await self._run(lambda: self.store.docs(self.name, scope)))
+            count = await self._run(lambda: self.store.count_docs(self.name, scope))
             if count >= limit:
                 where, items, setting = limit_text
                 raise ToolError(FULL.format(where=where, count=count, items=items, setting=setting))

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 #: Bumped when the file's layout changes: an older file is rebuilt.
-FORMAT = "2"
+FORMAT = "3"
 #: Terms arrive space-separated and already folded; FTS5 only splits them at the spaces.
 TOKENIZE = "unicode61 remove_diacritics 0"
 #: A scope's table: `terms` is what is searched, `every` holds "1" in every row (services/knowledge/bm25.py).
@@ -48,7 +48,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS scopes (n INTEGER PRIMARY KEY, scope TEXT NOT NULL UNIQUE, stamp TEXT);
 CREATE TABLE IF NOT EXISTS chunks (row INTEGER PRIMARY KEY, n INTEGER NOT NULL, id TEXT NOT NULL,
-    doc TEXT NOT NULL, title TEXT NOT NULL, pos INTEGER NOT NULL, text TEXT NOT NULL, terms TEXT NOT NULL);
+    doc TEXT NOT NULL, title TEXT NOT NULL, pos INTEGER NOT NULL, text TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (n, doc);
 CREATE INDEX IF NOT EXISTS chunks_id ON chunks (n, id);
 """
@@ -87,6 +87,7 @@ class KeywordIndex:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # a crash loses at most the last writes: the stamps catch that
+            db.execute("PRAGMA wal_autocheckpoint=8192")  # 32 MB: FTS5's merges rewrite pages, copied back once
             db.executescript(_SCHEMA)
             want = {"format": FORMAT, "analyzer": self.analyzer.mode}
             have = dict(db.execute("SELECT key, value FROM meta").fetchall())
@@ -197,7 +198,9 @@ class KeywordIndex:
                 n = self._marked(scope, mark, new_stamp)
                 if n is None:
                     return
-                rows = self._db.execute("SELECT row, terms FROM chunks WHERE n = ? AND doc = ?", (n, doc_id)).fetchall()
+                found = self._db.execute("SELECT row, title, text FROM chunks WHERE n = ? AND doc = ?", (n, doc_id))
+                # a contentless table forgets a row given the terms it was added with: the same analysis again
+                rows = [(row, self._terms(title, text)) for row, title, text in found.fetchall()]
                 self._db.executemany(f"INSERT INTO f{n} (f{n}, rowid, terms, every) VALUES ('delete', ?, ?, '1')", rows)  # noqa: S608 - f<n> is our own table, values as ? placeholders
                 self._db.execute("DELETE FROM chunks WHERE n = ? AND doc = ?", (n, doc_id))
 
@@ -265,7 +268,10 @@ class KeywordIndex:
 
     def _prepare(self, chunks: Iterable[Chunk]) -> list[tuple[Chunk, str]]:
         """Chunks with their terms (the title counts for every chunk of its document); outside the lock."""
-        return [(c, " ".join(self.analyzer.terms(f"{c.title}\n{c.text}"))) for c in chunks]
+        return [(c, self._terms(c.title, c.text)) for c in chunks]
+
+    def _terms(self, title: str, text: str) -> str:
+        return " ".join(self.analyzer.terms(f"{title}\n{text}"))
 
     # --- inside the lock ------------------------------------------------------------------------
     def _stamp(self, scope: str) -> str | None:
@@ -289,9 +295,9 @@ class KeywordIndex:
 
     def _insert(self, n: int, prepared: list[tuple[Chunk, str]]) -> None:
         for c, terms in prepared:
-            values = (n, c.id, c.doc_id, c.title, c.pos, c.text, terms)
-            row = self._db.execute("INSERT INTO chunks (n, id, doc, title, pos, text, terms) "
-                                   "VALUES (?, ?, ?, ?, ?, ?, ?)", values).lastrowid
+            values = (n, c.id, c.doc_id, c.title, c.pos, c.text)
+            row = self._db.execute("INSERT INTO chunks (n, id, doc, title, pos, text) VALUES (?, ?, ?, ?, ?, ?)",
+                                   values).lastrowid
             self._db.execute(f"INSERT INTO f{n} (rowid, terms, every) VALUES (?, ?, '1')", (row, terms))  # noqa: S608 - f<n> is our own table, values as ? placeholders
 
     def _drop(self, scope: str) -> None:

@@ -188,6 +188,11 @@ class ChromaStore:
             where={"$and": [{"scope": scope}, {"hash": digest}, {"pos": 0}]}, limit=1, include=["metadatas"])
         return str(got["metadatas"][0]["doc"]) if got["ids"] else None
 
+    def count_docs(self, base: str, scope: str) -> int:
+        """How many documents the scope holds (ids only: what the limit check needs, at every add)."""
+        got = self.collection(f"{base}_chunks").get(where={"$and": [{"scope": scope}, {"pos": 0}]}, include=[])
+        return len(got["ids"])
+
     def docs(self, base: str, scope: str) -> list[DocInfo]:
         got = self.collection(f"{base}_chunks").get(where={"$and": [{"scope": scope}, {"pos": 0}]},
                                                     include=["metadatas"])
