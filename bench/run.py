@@ -8,7 +8,7 @@ environment variable; `--both` gives bench_loop a third side, Ania in the stock 
 Flags are passed to each benchmark (each ignores the ones it does not know): `--quick`, and e.g.
 `--turns 10 --sizes 2,20` for bench_loop, `--calls 500` for bench_gate, `--members 10 --runs 30` for
 bench_team, `--tasks 1000 --due 200 --window 20` for bench_clock, `--ops-turns 300 --ops-long 1000` for
-bench_ops.
+bench_ops, `--large` (adds 100,000 chunks, long to build) for bench_knowledge_scale.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 BENCHES = ("bench.bench_loop", "bench.bench_storage", "bench.bench_gate", "bench.bench_throughput",
            "bench.bench_startup", "bench.bench_team", "bench.bench_clock", "bench.bench_ops")
-OPTIONAL = ("bench.bench_mcp", "bench.bench_knowledge", "bench.bench_onebot")
+OPTIONAL = ("bench.bench_mcp", "bench.bench_knowledge", "bench.bench_knowledge_scale", "bench.bench_onebot")
 
 
 def _modules() -> list[str]:
