@@ -13,27 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from core.settings import Settings
 from services.knowledge import GLOBAL, KnowledgeService
 from services.knowledge.service import INDEX_DIR
+from tests.test_knowledge import kb  # noqa: F401 - the fixture
 
 RULES = "本群禁止发广告和刷屏。违反一次警告，违反三次由管理员移出群聊。"
 FAQ = "How do I reset my password? Open Settings, choose Account and click Forgot password."
 MEETING = "The weekly meeting is on Friday at eight in the voice channel."
-
-
-@pytest.fixture
-async def kb(tmp_path):
-    services: list[KnowledgeService] = []
-
-    def make(data: Path = tmp_path / "data", **knowledge: str) -> KnowledgeService:
-        svc = KnowledgeService(Settings(knowledge=knowledge), data)
-        services.append(svc)
-        return svc
-
-    yield make
-    for svc in services:
-        await svc.aclose()
 
 
 def index_file(data: Path) -> Path:
@@ -44,7 +30,7 @@ async def titles(svc: KnowledgeService, query: str) -> list[str]:
     return [h.chunk.title for h in await svc.search("g:1", query, 5)]
 
 
-async def test_the_index_survives_a_restart_without_a_rebuild(kb, tmp_path):
+async def test_the_index_survives_a_restart_without_a_rebuild(kb, tmp_path):  # noqa: F811 - the fixture
     first = kb()
     await first.add_document(GLOBAL, "群规", RULES)
     await first.add_document(GLOBAL, "FAQ", FAQ)
@@ -60,7 +46,7 @@ async def test_the_index_survives_a_restart_without_a_rebuild(kb, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["garbage", "missing"])
-async def test_a_damaged_or_missing_index_file_is_rebuilt_and_named_in_the_log(kb, tmp_path, caplog, damage):
+async def test_a_damaged_or_missing_index_file_is_rebuilt_and_named_in_the_log(kb, tmp_path, caplog, damage):  # noqa: F811 - the fixture
     first = kb()
     await first.add_document(GLOBAL, "FAQ", FAQ)
     await first.aclose()
@@ -81,7 +67,7 @@ async def test_a_damaged_or_missing_index_file_is_rebuilt_and_named_in_the_log(k
                    for r in caplog.records)
 
 
-async def test_a_file_damaged_past_its_header_is_replaced_when_a_search_meets_the_damage(kb, tmp_path, caplog):
+async def test_a_file_damaged_past_its_header_is_replaced_when_a_search_meets_the_damage(kb, tmp_path, caplog):  # noqa: F811 - the fixture
     first = kb()
     await first.add_document(GLOBAL, "FAQ", FAQ)
     await first.aclose()
@@ -98,7 +84,7 @@ async def test_a_file_damaged_past_its_header_is_replaced_when_a_search_meets_th
                for r in caplog.records)
 
 
-async def test_a_write_of_another_process_is_seen_and_applied_in_place(kb, tmp_path):
+async def test_a_write_of_another_process_is_seen_and_applied_in_place(kb, tmp_path):  # noqa: F811 - the fixture
     ours = kb()
     await ours.add_document(GLOBAL, "FAQ", FAQ)
     assert await titles(ours, "meeting friday") == []
@@ -121,7 +107,7 @@ async def test_a_write_of_another_process_is_seen_and_applied_in_place(kb, tmp_p
     assert ours.kb.index.rebuilds == 0  # the other process updated the shared file in place
 
 
-async def test_a_delete_is_gone_from_the_index_now_and_after_a_restart(kb, tmp_path):
+async def test_a_delete_is_gone_from_the_index_now_and_after_a_restart(kb, tmp_path):  # noqa: F811 - the fixture
     svc = kb()
     faq = await svc.add_document(GLOBAL, "FAQ", FAQ)
     await svc.add_document(GLOBAL, "Meeting", MEETING)
@@ -137,7 +123,7 @@ async def test_a_delete_is_gone_from_the_index_now_and_after_a_restart(kb, tmp_p
 
 
 @pytest.mark.parametrize("cut", ["after the store's write", "before the store's write"])
-async def test_a_write_cut_short_between_store_and_index_is_repaired_at_the_next_start(kb, tmp_path, cut):
+async def test_a_write_cut_short_between_store_and_index_is_repaired_at_the_next_start(kb, tmp_path, cut):  # noqa: F811 - the fixture
     svc = kb()
     faq = await svc.add_document(GLOBAL, "FAQ", FAQ)
     await svc.add_document(GLOBAL, "Meeting", MEETING)
@@ -156,7 +142,7 @@ async def test_a_write_cut_short_between_store_and_index_is_repaired_at_the_next
     assert again.kb.index.rebuilds == 1  # global: its mark is no stamp of the store's
 
 
-async def test_another_analyzer_rebuilds_the_file(kb, tmp_path, caplog):
+async def test_another_analyzer_rebuilds_the_file(kb, tmp_path, caplog):  # noqa: F811 - the fixture
     first = kb()
     await first.add_document(GLOBAL, "群规", RULES)
     await first.aclose()
