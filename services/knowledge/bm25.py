@@ -39,7 +39,7 @@ def bound(rows: int, frequent: Sequence[str], df: Mapping[str, int]) -> float:
     return sum(idf(rows, df.get(t, 0)) for t in frequent) * (K1 + 1.0)
 
 
-def split(rows: int, terms: Sequence[str], df: Mapping[str, int]) -> tuple[list[str], list[str]]:
+def rare_and_frequent(rows: int, terms: Sequence[str], df: Mapping[str, int]) -> tuple[list[str], list[str]]:
     """(rare, frequent) in query order; terms in no chunk are left out (they match nothing)."""
     rare = [t for t in terms if 0 < df.get(t, 0) <= rows * FREQUENT]
     frequent = [t for t in terms if df.get(t, 0) > rows * FREQUENT]

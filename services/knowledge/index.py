@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from services.knowledge import bm25
+from services.knowledge.bm25 import SCORE, any_of, bound, narrowed, rare_and_frequent
 from services.knowledge.text import Analyzer
 
 log = logging.getLogger(__name__)
@@ -231,15 +231,15 @@ class KeywordIndex:
         df = dict(self._db.execute(f"SELECT term, doc FROM v{n} WHERE col = 'terms' AND term IN ({marks})", terms))  # noqa: S608 - v<n> is our own table, values as ? placeholders
         every = self._db.execute(f"SELECT doc FROM v{n} WHERE col = 'every' AND term = '1'").fetchone()  # noqa: S608 - v<n> is our own table
         rows = int(every[0]) if every else 0
-        rare, frequent = bm25.split(rows, terms, df)
+        rare, frequent = rare_and_frequent(rows, terms, df)
         if rare and frequent:
-            best = self._scored(n, bm25.narrowed(rare, frequent), limit)
-            if len(best) == limit and min(b[5] for b in best) > bm25.bound(rows, frequent, df):
+            best = self._scored(n, narrowed(rare, frequent), limit)
+            if len(best) == limit and min(b[5] for b in best) > bound(rows, frequent, df):
                 return best
-        return self._scored(n, bm25.any_of(terms), limit)
+        return self._scored(n, any_of(terms), limit)
 
     def _scored(self, n: int, match: str, limit: int) -> list[tuple[str, str, str, int, str, float]]:
-        score = bm25.SCORE.format(table=f"f{n}")
+        score = SCORE.format(table=f"f{n}")
         found: list[tuple[str, str, str, int, str, float]] = self._db.execute(
             f"SELECT c.id, c.doc, c.title, c.pos, c.text, -m.score FROM (SELECT rowid, {score} AS score FROM f{n} "  # noqa: S608 - f<n> is our own table, values as ? placeholders
             f"WHERE f{n} MATCH ? ORDER BY score LIMIT ?) m JOIN chunks c ON c.row = m.rowid", (match, limit),
