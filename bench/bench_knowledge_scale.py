@@ -147,7 +147,9 @@ def probe(side: str, folder: str, lang: str) -> dict[str, float]:
 
 def run_probe(side: str, folder: Path, lang: str) -> dict[str, float]:
     done = subprocess.run([sys.executable, "-m", "bench.bench_knowledge_scale", "--probe", side, str(folder), lang],
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"the {side} probe failed:\n{done.stderr[-3000:]}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import stat
 import sys
 import textwrap
@@ -152,3 +153,18 @@ async def test_another_analyzer_rebuilds_the_file(kb, tmp_path, caplog):  # noqa
     assert words.kb.index.rebuilds == 1
     assert any("written for" in r.getMessage() and str(index_file(tmp_path / "data")) in r.getMessage()
                for r in caplog.records)
+
+
+async def test_a_file_of_another_layout_is_replaced_not_reused(kb, tmp_path, caplog):  # noqa: F811 - the fixture
+    path = index_file(tmp_path / "data")
+    path.parent.mkdir(parents=True)
+    old = sqlite3.connect(path)
+    old.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                      "INSERT INTO meta VALUES ('format', '0'), ('analyzer', 'grams');"
+                      "CREATE TABLE chunks (row INTEGER PRIMARY KEY, n INTEGER, gone TEXT NOT NULL);")
+    old.close()
+    caplog.set_level(logging.INFO, logger="services.knowledge.index")
+    svc = kb()
+    await svc.add_document(GLOBAL, "FAQ", FAQ)
+    assert await titles(svc, "reset password") == ["FAQ"]
+    assert any(str(path) in r.getMessage() and "written for" in r.getMessage() for r in caplog.records)

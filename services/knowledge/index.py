@@ -45,7 +45,6 @@ TOKENIZE = "unicode61 remove_diacritics 0"
 _TABLE = f"CREATE VIRTUAL TABLE f{{n}} USING fts5(terms, every, content='', tokenize='{TOKENIZE}')"
 _DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS scopes (n INTEGER PRIMARY KEY, scope TEXT NOT NULL UNIQUE, stamp TEXT);
 CREATE TABLE IF NOT EXISTS chunks (row INTEGER PRIMARY KEY, n INTEGER NOT NULL, id TEXT NOT NULL,
     doc TEXT NOT NULL, title TEXT NOT NULL, pos INTEGER NOT NULL, text TEXT NOT NULL);
@@ -88,27 +87,24 @@ class KeywordIndex:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # a crash loses at most the last writes: the stamps catch that
             db.execute("PRAGMA wal_autocheckpoint=8192")  # 32 MB: FTS5's merges rewrite pages, copied back once
-            db.executescript(_SCHEMA)
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             want = {"format": FORMAT, "analyzer": self.analyzer.mode}
             have = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            if not have or have == want:
+                db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as e:
             db.close()
             if e.sqlite_errorcode not in _DAMAGED:
                 raise
             self._discard(f"it is damaged ({e})")
             return self._open()
-        if have != want:
-            if have:
-                log.info("keyword index %s was written for %s, not %s: rebuilding it", self.path, have, want)
+        if have and have != want:  # another layout or analyzer: a new file, not old tables under new rows
+            db.close()
+            self._discard(f"it was written for {have}, not {want}")
+            return self._open()
+        if not have:
             with db:
-                db.execute("BEGIN IMMEDIATE")
-                for (n,) in db.execute("SELECT n FROM scopes").fetchall():
-                    db.execute(f"DROP TABLE IF EXISTS v{int(n)}")
-                    db.execute(f"DROP TABLE IF EXISTS f{int(n)}")
-                db.execute("DELETE FROM scopes")
-                db.execute("DELETE FROM chunks")
-                db.execute("DELETE FROM meta")
-                db.executemany("INSERT INTO meta VALUES (?, ?)", want.items())
+                db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", want.items())
         return db
 
     def _discard(self, why: str) -> None:
