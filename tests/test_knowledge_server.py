@@ -15,6 +15,7 @@ import pytest
 from core.errors import ToolError
 from core.settings import Settings
 from services.knowledge import GLOBAL, KnowledgeService
+from services.knowledge.service import INDEX_DIR
 
 CHROMA = shutil.which("chroma") or str(Path(sys.executable).with_name("chroma"))
 
@@ -56,7 +57,8 @@ async def test_two_bots_share_a_chroma_server_and_a_stopped_server_is_a_clear_er
         assert "移出群聊" in (await two.search("g:1", "发广告", 5))[0].chunk.text
         await two.add_document(GLOBAL, "FAQ", "Reset your password on the login page.")
         assert (await one.search("g:1", "password reset", 5))[0].chunk.title == "FAQ"  # the stamp moved
-        assert not (tmp_path / "one").exists()  # nothing embedded was created
+        assert not (tmp_path / "one" / "chroma").exists()  # no embedded store was created
+        assert sorted(p.name for p in (tmp_path / "one" / INDEX_DIR).glob("*.sqlite3")) == ["kb.sqlite3", "memory.sqlite3"]
         proc.terminate()
         proc.wait(10)
         with pytest.raises(ToolError, match=rf"The knowledge store cannot be used \(.*\)\. .*check {url}"):

@@ -7,7 +7,9 @@ How the modules fit:
   (rjieba word segmentation, Snowball stems, stop words).
 - `store`: the Chroma record (embedded `PersistentClient` or a server through `HttpClient`), per-scope
   stamps, vectors; every failure becomes a clear `StoreError`.
-- `index`: BM25 keyword search in SQLite FTS5 in memory, one table per scope, a cache of the store.
+- `index`: BM25 keyword search in SQLite FTS5, one table per scope, in a file of the data directory
+  (`keyword-index/`), a cache of the store checked against its per-scope stamps; `bm25` narrows a
+  search to chunks holding a rare term when that provably changes nothing.
 - `embedder`: the optional OpenAI-compatible embeddings endpoint, batched; failures fall back to keywords.
 - `base`: one base (documents or memories) joining the three: add with de-duplication and limits,
   hybrid search, list, delete.

@@ -10,6 +10,7 @@ candidates of its own. A failing embedder or vector collection leaves the keywor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -20,7 +21,7 @@ import numpy as np
 
 from core.errors import ToolError
 from services.knowledge.embedder import Embedder
-from services.knowledge.index import Chunk, KeywordIndex
+from services.knowledge.index import Chunk, IndexReset, KeywordIndex
 from services.knowledge.store import ChromaStore, DocInfo, StoreError
 from services.knowledge.text import normalize
 
@@ -74,7 +75,7 @@ class ChunkBase:
                 found = await self._run(lambda: self.store.doc(self.name, existing))
                 if found is not None:
                     return Added(found[0], duplicate=True, vectors=False)
-            count = len(await self._run(lambda: self.store.docs(self.name, scope)))
+            count = await self._run(lambda: self.store.count_docs(self.name, scope))
             if count >= limit:
                 where, items, setting = limit_text
                 raise ToolError(FULL.format(where=where, count=count, items=items, setting=setting))
@@ -86,11 +87,12 @@ class ChunkBase:
             meta = {"hash": digest_, "chunks": info.chunks, "runes": info.runes, "added": info.added}
 
             def write() -> bool:
-                old = self.store.stamps(self.name, [scope])[scope]
-                self.store.add_chunks(self.name, chunks, meta)
-                stored = vectors is not None and self._try_vectors(chunks, vectors)
-                self.index.add(scope, chunks, old, self.store.new_stamp(self.name, scope))
-                return stored
+                with contextlib.suppress(IndexReset):  # a replaced file: the scope's next search rebuilds it
+                    self._current([scope])  # a scope new to the index enters it now: its first search finds it built
+                mark = self.index.begin(scope)
+                stamp = self.store.add_chunks(self.name, chunks, meta)
+                self.index.add(scope, chunks, mark, stamp)
+                return vectors is not None and self._try_vectors(chunks, vectors)
 
             stored = await self._run(write)
             return Added(info, duplicate=False, vectors=stored)
@@ -115,7 +117,7 @@ class ChunkBase:
             raise
         qvec = await pending if pending is not None else None
         cosines: dict[str, float] = {}
-        extra: dict[str, str] = {}
+        extra: dict[str, Chunk] = {}
         if qvec is not None:
             try:
                 cosines, extra = await self._run(lambda: self._cosines(qvec[0], scopes, keyword))
@@ -124,22 +126,33 @@ class ChunkBase:
         return self._rank(keyword, cosines, extra, qvec is not None and bool(cosines), top_k)
 
     def _keyword(self, scopes: Sequence[str], terms: Sequence[str]) -> list[tuple[Chunk, float]]:
+        """BM25 candidates; a scope whose index disagrees with the store's stamp is rebuilt first."""
+        try:
+            self._current(scopes)
+            return self.index.search(scopes, terms, CANDIDATES)
+        except IndexReset:  # the index file was damaged and replaced: rebuild what this search needs, once
+            self._current(scopes)
+            return self.index.search(scopes, terms, CANDIDATES)
+
+    def _current(self, scopes: Sequence[str]) -> None:
+        """Rebuild from the store each scope whose stamp in the index is not the store's (in the store's thread)."""
         stamps = self.store.stamps(self.name, scopes)
         for scope in scopes:
-            if not self.index.is_loaded(scope, stamps[scope]):
-                chunks = self.store.load_scope(self.name, scope) if stamps[scope] else []
-                self.index.load(scope, stamps[scope], chunks)
-        return self.index.search(scopes, terms, CANDIDATES)
+            if not self.index.is_current(scope, stamps[scope]):
+                self.index.load(scope, stamps[scope], self.store.load_scope(self.name, scope))
 
     def _cosines(self, qvec: np.ndarray, scopes: Sequence[str],
-                 keyword: list[tuple[Chunk, float]]) -> tuple[dict[str, float], dict[str, str]]:
-        """Cosine of every candidate, and the scope of each chunk the vector side found."""
+                 keyword: list[tuple[Chunk, float]]) -> tuple[dict[str, float], dict[str, Chunk]]:
+        """Cosine of every candidate, and the chunks only the vector side found (read from the index here, in
+        the store's thread, not in the event loop)."""
         try:
             near = self.store.nearest(self.name, self.embedder.key, qvec, scopes, CANDIDATES)
         except Exception as e:  # noqa: BLE001 - re-raised as StoreError, which the caller handles
             raise StoreError(f"vector search failed: {type(e).__name__}: {e}") from None
         out = {cid: cos for cid, _, cos in near}
-        extra = {cid: scope for cid, scope, _ in near}
+        have = {c.id for c, _ in keyword}
+        extra = {cid: found for cid, scope, _ in near
+                 if cid not in have and (found := self.index.chunk(scope, cid)) is not None}
         missing: dict[str, list[str]] = {}
         for c, _ in keyword:
             if c.id not in out:
@@ -151,7 +164,7 @@ class ChunkBase:
                     out[cid] = float(np.dot(qvec, vec) / norm)
         return out, extra
 
-    def _rank(self, keyword: list[tuple[Chunk, float]], cosines: dict[str, float], extra: dict[str, str],
+    def _rank(self, keyword: list[tuple[Chunk, float]], cosines: dict[str, float], extra: dict[str, Chunk],
               hybrid: bool, top_k: int) -> list[Hit]:
         top = max((s for _, s in keyword), default=0.0) or 1.0
         scored: dict[str, Hit] = {}
@@ -159,10 +172,8 @@ class ChunkBase:
             cos = cosines.get(chunk.id) if hybrid else None
             scored[chunk.id] = Hit(chunk, kw / top + max(cos or 0.0, 0.0), kw, cos)
         if hybrid:
-            for cid, scope in extra.items():
-                found = None if cid in scored else self.index.chunk(scope, cid)
-                if found is not None:
-                    scored[cid] = Hit(found, max(cosines[cid], 0.0), 0.0, cosines[cid])
+            for cid, found in extra.items():
+                scored[cid] = Hit(found, max(cosines[cid], 0.0), 0.0, cosines[cid])
         ranked = sorted(scored.values(), key=lambda h: (-h.score, h.chunk.doc_id, h.chunk.pos))
         return [h for h in ranked if h.score > 0][:top_k]
 
@@ -183,8 +194,8 @@ class ChunkBase:
             key = self.embedder.key if self.embedder.enabled else None
 
             def write() -> None:
-                old = self.store.stamps(self.name, [info.scope])[info.scope]
+                mark = self.index.begin(info.scope)
                 self.store.delete(self.name, info.scope, ids, key)
-                self.index.remove(info.scope, info.id, old, self.store.new_stamp(self.name, info.scope))
+                self.index.remove(info.scope, info.id, mark, self.store.new_stamp(self.name, info.scope))
 
             await self._run(write)

@@ -20,6 +20,8 @@ from services.knowledge.store import ChromaStore, DocInfo
 from services.knowledge.text import Analyzer, Mode, runes, split, splitter
 
 GLOBAL = "global"
+#: The keyword indexes' folder in the data directory (one SQLite file per base; a cache of the store).
+INDEX_DIR = "keyword-index"
 #: A last word before a deletion: raises ToolError to refuse it (tools/knowledge.py: in a group, admins only).
 Check = Callable[[DocInfo], None]
 SCOPE_RE = re.compile(r"^(global|[gf]:\S{1,128})$")
@@ -52,8 +54,11 @@ class KnowledgeService:
         mode = mode or settings.knowledge.analyzer
         self.store = ChromaStore(data_dir / "chroma", settings.knowledge.chroma_url)
         self.embedder = Embedder(settings.embedding)
-        self.kb = ChunkBase("kb", "d", self.store, KeywordIndex(Analyzer(mode)), self.embedder)
-        self.memory = ChunkBase("memory", "m", self.store, KeywordIndex(Analyzer(mode)), self.embedder)
+        analyzer = Analyzer(mode)
+        index = data_dir / INDEX_DIR
+        self.kb = ChunkBase("kb", "d", self.store, KeywordIndex(analyzer, index / "kb.sqlite3"), self.embedder)
+        self.memory = ChunkBase("memory", "m", self.store, KeywordIndex(analyzer, index / "memory.sqlite3"),
+                                self.embedder)
         self._chunker = splitter()
 
     # --- knowledge base -------------------------------------------------------------------------

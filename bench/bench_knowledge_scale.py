@@ -1,0 +1,197 @@
+"""Knowledge search at scale, side by side with plain Chroma, per language and size.
+
+    python -m bench.bench_knowledge_scale [--quick] [--large] [--sizes 1000,10000,100000]
+
+For each language (an all-Chinese and an all-English corpus: the benchmark's own documents among distractor
+passages of that language) and each size (1,000 and 10,000 chunks; `--large` adds 100,000, which takes a
+while to build; `--quick` runs 1,000 only):
+
+- ingest: every document added through `KnowledgeService.add_document` (keyword-only: no embeddings
+  endpoint), against the peer adding the same chunks (same splitter) with their text and metadata to one
+  plain Chroma collection; the two alternate document by document, so a busy machine slows both alike.
+- first search after a start: a new process opens the service and searches once (opening Chroma included),
+  against a new process opening Chroma and running the peer's query; and the same first search when
+  Chroma was opened just before it (what the keyword index itself costs).
+- warm search: the median and p95 of the language's questions (x3) through `KnowledgeService.search`,
+  against the peer's `$contains` any-word filter on its collection.
+- index RSS: the resident memory the process gains from just before the first search (Chroma open) to
+  after the warm searches, i.e. what the keyword index and its page cache add.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.bench_knowledge import SCOPE, filler, peer_terms, percentile, settings, table
+from bench.knowledge_corpus import EN_DOCS, QUESTIONS, ZH_DOCS
+from services.knowledge import KnowledgeService
+from services.knowledge.store import placeholder
+from services.knowledge.text import split, splitter
+
+PER_DOC = 100
+#: Distractor runes per chunk the splitter makes (600 at most, cut at sentence ends, 60 overlap), measured.
+RUNES_PER_CHUNK = {"zh": 420, "en": 450}
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def documents(lang: str, n_chunks: int) -> list[tuple[str, str]]:
+    """The language's corpus documents and distractors of that language, about `n_chunks` chunks in all."""
+    rng = random.Random(11)
+    docs = list(ZH_DOCS if lang == "zh" else EN_DOCS)
+    target = n_chunks - 10
+    for n in range(0, target, PER_DOC):
+        runes = RUNES_PER_CHUNK[lang] * min(PER_DOC, target - n)
+        docs.append((f"notes {n // PER_DOC}", filler(rng, runes, lang=lang)))
+    rng.shuffle(docs)
+    return docs
+
+
+def peer_collection(folder: Path) -> Any:
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    client = chromadb.PersistentClient(path=str(folder), settings=ChromaSettings(anonymized_telemetry=False))
+    return client.get_or_create_collection("peer", embedding_function=None)
+
+
+def peer_query(col: Any, query: str) -> list[str]:
+    terms = peer_terms(query)
+    where_doc: dict[str, Any] = ({"$contains": terms[0] if terms else query} if len(terms) < 2
+                                 else {"$or": [{"$contains": t} for t in terms]})
+    got = col.get(where={"scope": SCOPE}, where_document=where_doc, limit=5, include=["documents"])
+    return list(got["documents"])
+
+
+async def ingest(root: Path, docs: list[tuple[str, str]]) -> tuple[float, float, int]:
+    """Seconds for ours and the peer over the same documents, alternating, and our chunk count."""
+    svc = KnowledgeService(settings(None), root / "ours")
+    col = peer_collection(root / "peer")
+    chunker = splitter()
+    await svc.add_document("g:warm", "warm", "warm up the store")  # opening Chroma is not ingest, either side
+    col.add(ids=["warm"], documents=["warm up"], embeddings=[placeholder("warm")], metadatas=[{"scope": "w"}])
+    ours = peer = 0.0
+    chunks = 0
+    for i, (title, text) in enumerate(docs):
+        t = time.perf_counter()
+        added = await svc.add_document(SCOPE, title, text)
+        ours += time.perf_counter() - t
+        chunks += added.doc.chunks
+        t = time.perf_counter()
+        parts = split(text, chunker)
+        ids = [f"p{i}#{pos}" for pos in range(len(parts))]
+        col.add(ids=ids, documents=parts, embeddings=[placeholder(c) for c in ids],
+                metadatas=[{"scope": SCOPE, "doc": f"p{i}", "title": title, "pos": pos} for pos in range(len(parts))])
+        peer += time.perf_counter() - t
+    await svc.aclose()
+    return ours, peer, chunks
+
+
+def probe(side: str, folder: str, lang: str) -> dict[str, float]:
+    """Run in a new process: the first search (cold, and with Chroma open), warm searches, RSS."""
+    queries = [q.text for q in QUESTIONS if q.lang == lang] * 3
+    random.Random(1).shuffle(queries)
+    import chromadb  # noqa: F401 - imported at a bot's start, by either side: not part of the first search
+
+    out: dict[str, float] = {}
+    times = []
+    if side == "peer":
+        t = time.perf_counter()
+        col = peer_collection(Path(folder) / "peer")
+        peer_query(col, queries[0])
+        out["cold"] = time.perf_counter() - t
+        for q in queries:
+            t = time.perf_counter()
+            peer_query(col, q)
+            times.append(time.perf_counter() - t)
+    else:
+        async def ours() -> None:
+            t = time.perf_counter()
+            svc = KnowledgeService(settings(None), Path(folder) / "ours")
+            await svc.search("f:bench", queries[0], 5)
+            out["cold"] = time.perf_counter() - t
+            await svc.aclose()
+            svc = KnowledgeService(settings(None), Path(folder) / "ours")
+            await svc.kb._run(lambda: svc.store.stamps("kb", [SCOPE]))  # Chroma open, the index not touched
+            before = rss_mb()
+            t = time.perf_counter()
+            await svc.search("f:bench", queries[0], 5)
+            out["first"] = time.perf_counter() - t
+            out["rebuilds"] = svc.kb.index.rebuilds
+            for q in queries:
+                t = time.perf_counter()
+                await svc.search("f:bench", q, 5)
+                times.append(time.perf_counter() - t)
+            out["rss"] = rss_mb() - before
+            await svc.aclose()
+
+        asyncio.run(ours())
+    out["p50"] = percentile(times, 50)
+    out["p95"] = percentile(times, 95)
+    return out
+
+
+def run_probe(side: str, folder: Path, lang: str) -> dict[str, float]:
+    done = subprocess.run([sys.executable, "-m", "bench.bench_knowledge_scale", "--probe", side, str(folder), lang],
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"the {side} probe failed:\n{done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def sizes(argv: Sequence[str]) -> list[int]:
+    if "--sizes" in argv:
+        return [int(x) for x in argv[argv.index("--sizes") + 1].split(",")]
+    if "--quick" in argv:
+        return [1000]
+    return [1000, 10_000, 100_000] if "--large" in argv else [1000, 10_000]
+
+
+async def run(argv: Sequence[str]) -> None:
+    rows = []
+    for n in sizes(argv):
+        for lang in ("zh", "en"):
+            with tempfile.TemporaryDirectory() as tmp:
+                root = Path(tmp)
+                ours_s, peer_s, chunks = await ingest(root, documents(lang, n))
+                ours, peer = run_probe("ours", root, lang), run_probe("peer", root, lang)
+            assert ours["rebuilds"] == 0, "the index was rebuilt after a restart"
+            rows.append([f"{chunks:,}", lang, f"{ours['first'] * 1000:.0f}", f"{ours['cold'] * 1000:.0f}",
+                         f"{peer['cold'] * 1000:.0f}", f"{ours['p50'] * 1000:.1f} / {ours['p95'] * 1000:.1f}",
+                         f"{peer['p50'] * 1000:.1f} / {peer['p95'] * 1000:.1f}",
+                         f"{ours['p50'] / peer['p50']:.2f}", f"{ours_s:.1f} / {peer_s:.1f}",
+                         f"{ours_s / peer_s:.2f}", f"{ours['rss']:.1f}"])
+    print("\nKeyword search at scale, ours (KnowledgeService, keyword index on disk) against plain Chroma "
+          "($contains any word), keyword-only, one process per first search:")
+    table(rows, ["chunks", "lang", "first ms (Chroma open)", "first ms cold", "peer first ms cold",
+                 "warm p50/p95 ms", "peer p50/p95 ms", "p50 ratio", "ingest s ours/peer", "ingest ratio",
+                 "index RSS MB"])
+    print(f"  ({len([q for q in QUESTIONS if q.lang == 'zh']) * 3} searches per row; one run)")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--probe" in args:
+        i = args.index("--probe")
+        print(json.dumps(probe(args[i + 1], args[i + 2], args[i + 3])))
+        return
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()
