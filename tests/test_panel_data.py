@@ -82,15 +82,13 @@ async def test_query_log_filters_pages_shows_and_replays(tmp_path, scripted_llm)
         assert (await p.client.get("/api/queries/999")).status_code == 404
         assert (await p.client.get("/api/queries/abc")).status_code == 400
         assert (await p.client.post(f"/api/queries/{row['id']}/replay")).status_code == 400
-        # The passages a turn was given (007_recall), and a column another migration adds, show in the detail.
+        # The passages a turn was given (007_recall) and the batch's messages (006_batches) show in the detail.
         store = p.ctx.services.store
-        store.write("ALTER TABLE query_log ADD COLUMN batch TEXT")
-        store.write("UPDATE query_log SET batch = ? WHERE id = ?", [json.dumps({"size": 3}), row["id"]])
         store.write("UPDATE query_log SET recalled = ? WHERE id = ?",
                     [json.dumps([{"source": "kb", "id": "d-1", "title": "Rules", "scope": "global", "score": 0.9,
                                  "runes": 7}]), row["id"]])
         detail = (await p.client.get(f"/api/queries/{row['id']}")).json()
-        assert detail["recalled"][0]["title"] == "Rules" and detail["batch"] == {"size": 3}
+        assert detail["recalled"][0]["title"] == "Rules" and detail["senders"] == [row["sender"]]
         bob = (await p.client.get("/api/queries", params={"session": "f:bob"})).json()["items"][0]
         scripted_llm.script([Reply("hello again")])
         replayed = await p.client.post(f"/api/queries/{bob['id']}/replay")
