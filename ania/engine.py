@@ -24,6 +24,7 @@ from ania.compose import bind_clock, bind_subagents, build_services
 from ania.engine_mode import engine_mode
 from ania.operations import close_turn, open_turn, state_after
 from ania.recovery import cancel_reason, settle
+from ania.stats import process_stats
 from checkpoints.factory import open_checkpointer, thread_config
 from core.settings import Paths, Settings, load_settings
 from graphs.agent import build_agent_graph
@@ -128,12 +129,12 @@ class Engine:
             await bridge.send_text(record.refusal)
             return TurnResult(record.refusal, "quota")
         state = self.services.sessions.state(session_key)
-        if not state.clean:
-            await settle(self.graph, session_key, store, "the previous turn did not finish (restart or stop)")
-        state.clean = False
-        ctx = self.context(session_key, user_id, bridge, limits=record.limits)
         budget = self.services.settings.bot.msg_event_timeout_sec
-        try:
+        try:  # from here on every way out closes the row, a /stop during the settling below included
+            if not state.clean:
+                await settle(self.graph, session_key, store, "the previous turn did not finish (restart or stop)")
+            state.clean = False
+            ctx = self.context(session_key, user_id, bridge, limits=record.limits)
             async with asyncio.timeout(budget):  # no extra task per turn, as wait_for would make
                 result = await self._drive(ctx, record.message)
         except TimeoutError:
@@ -191,6 +192,7 @@ async def _build(paths: Paths, settings: Settings,
         graph = build_agent_graph(lambda: settings.agent.context_tokens, checkpointer=saver, stock=stock)
         bind_subagents(services, saver, stack)
         bind_clock(services, saver, stack)
+        await stack.enter_async_context(process_stats(settings.logs.stats_sec))
     except BaseException:
         await stack.aclose()
         raise
