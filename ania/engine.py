@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import AsyncExitStack
@@ -22,7 +23,7 @@ from langgraph.types import Command
 
 from ania.compose import bind_clock, bind_subagents, build_services
 from ania.engine_mode import engine_mode
-from ania.operations import close_turn, open_turn, state_after
+from ania.operations import TurnRecord, close_turn, open_turn, state_after
 from ania.recovery import cancel_reason, settle
 from ania.stats import process_stats
 from checkpoints.factory import open_checkpointer, thread_config
@@ -125,7 +126,7 @@ class Engine:
         store = self.services.store
         record = await open_turn(self.services, self.graph, session_key, user_id, text, trigger)
         if record.refusal is not None:  # over the quota: one reply, no model call (Q1)
-            close_turn(self.services, record, "quota", record.refusal, {}, [])
+            self._close(record, "quota", record.refusal, {}, [])
             await bridge.send_text(record.refusal)
             return TurnResult(record.refusal, "quota")
         state = self.services.sessions.state(session_key)
@@ -144,21 +145,32 @@ class Engine:
             reason, status = cancel_reason(e)  # /stop, or Ctrl-C at the terminal
             await asyncio.shield(settle(self.graph, session_key, store, reason))
             after = await asyncio.shield(state_after(self.graph, record))
-            close_turn(self.services, record, status, "", after.get("usage", {}), after.get("messages", []))
+            self._close(record, status, "", after.get("usage", {}), after.get("messages", []))
             raise
         except Exception as e:
             log.exception("turn of %s failed", session_key)
             await settle(self.graph, session_key, store, f"the turn failed ({type(e).__name__})")
             result = TurnResult(TURN_FAILED.format(detail=type(e).__name__), "error")
         self.services.sessions.state(session_key).clean = True
-        store.forget_started_calls(session_key)
         if result.status in ("timeout", "error") and not result.messages:
             after = await state_after(self.graph, record)
             result.usage, result.messages = after.get("usage", {}), after.get("messages", [])
-        close_turn(self.services, record, result.status, result.reply, result.usage, result.messages)
+        self._close(record, result.status, result.reply, result.usage, result.messages, forget_calls=True)
         if result.reply:
             await bridge.send_text(result.reply)
         return result
+
+    def _close(self, record: TurnRecord, status: str, reply: str, usage: dict[str, int], messages: list[Any], *,
+               forget_calls: bool = False) -> None:
+        """`close_turn` (and, for a turn that ended, forget its started calls); a store that refuses the write
+        (disk full, locked past its busy timeout) costs the row and the usage count, never the reply (found by
+        the soak harness: the reply was not sent)."""
+        try:
+            if forget_calls:
+                self.services.store.forget_started_calls(record.session)
+            close_turn(self.services, record, status, reply, usage, messages)
+        except (sqlite3.Error, OSError) as e:
+            log.error("could not record the turn of %s (query log, usage): %s", record.session, e)
 
     async def _drive(self, ctx: RunContext, message: Any) -> TurnResult:
         out = await self.drive(ctx, {"messages": [message]})

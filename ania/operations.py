@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -58,8 +59,11 @@ async def open_turn(services: Services, graph: CompiledStateGraph[Any, Any, Any,
     if services.queries.enabled:
         saver = graph.checkpointer if not isinstance(graph.checkpointer, bool) else None
         record.checkpoint = await latest_checkpoint(saver, session)
-        record.qid = services.queries.start(session, user, text, trigger=trigger, thread=session,
-                                            checkpoint=record.checkpoint)
+        try:
+            record.qid = services.queries.start(session, user, text, trigger=trigger, thread=session,
+                                                checkpoint=record.checkpoint)
+        except (sqlite3.Error, OSError) as e:  # disk full or locked: the turn goes on without its row
+            log.error("could not open the query-log row of %s's turn (it goes on unlogged): %s", session, e)
     return record
 
 

@@ -5,6 +5,7 @@ harness, bench/soak: a `/stop` that reached a turn while it settled the turn a k
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 
 from ania.fakes.openai_server import Reply
 from services.usage import QueryFilter
@@ -26,3 +27,49 @@ async def test_a_stop_while_the_unfinished_last_turn_is_settled_closes_the_row(s
     assert [r["status"] for r in log.rows(QueryFilter()) if r["input"] == "second"] == ["stopped"]
     scripted_llm.script([Reply("third answer")])
     assert await chat.say("f:u1", "u1", "third") == ["third answer"]  # the session goes on
+
+
+async def test_a_reply_goes_out_when_the_store_refuses_the_query_log_row(scripted_llm, make_chat, tmp_path):
+    """A disk that refuses writes (here: another process's lock held past the busy timeout) costs the row,
+    never the reply; the next turn is logged again."""
+    chat = await make_chat(make_settings(scripted_llm))
+    scripted_llm.script([Reply("answered anyway", delay=0.3)])
+    task = await chat.entry.submit("f:u1", "u1", "hello")
+    assert task is not None
+    while not scripted_llm.requests:
+        await asyncio.sleep(0.01)
+    holder = sqlite3.connect(tmp_path / "data" / "ania.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # the turn's model call is in flight; its row cannot be closed now
+    try:
+        result = await task
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert result.reply == "answered anyway"
+    assert chat.out["f:u1"] == ["answered anyway"]
+    scripted_llm.script([Reply("logged again")])
+    assert await chat.say("f:u1", "u1", "again") == ["logged again"]
+    assert [r["status"] for r in chat.engine.services.queries.rows(QueryFilter()) if r["input"] == "again"] == [
+        "success"]
+
+
+async def test_a_message_gets_a_clear_answer_when_the_store_refuses_every_write(scripted_llm, make_chat, tmp_path):
+    """The row cannot even be opened (the data directory refuses writes from before the message arrives to
+    after its turn): the message still gets one clear answer, not silence (before: the turn raised out of
+    the entry's task and nothing was sent)."""
+    chat = await make_chat(make_settings(scripted_llm))
+    scripted_llm.script([Reply("first")])
+    assert await chat.say("f:u1", "u1", "first") == ["first"]
+    scripted_llm.script([Reply("answered unlogged")])
+    holder = sqlite3.connect(tmp_path / "data" / "ania.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        task = await chat.entry.submit("f:u1", "u1", "while the disk refuses")
+        assert task is not None
+        result = await task
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert chat.out["f:u1"][1:] == [result.reply]
+    assert result.reply.startswith("Sorry, something went wrong on my side (OperationalError)")
+    assert not [r for r in chat.engine.services.queries.rows(QueryFilter()) if r["input"] == "while the disk refuses"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.soak.bot import BotProcess, Sample, run_cli
-from bench.soak.model import MARKER
+from bench.soak.model import markers_of
 
 IN_FLIGHT_SEC = 1.0
 SETTLED = {"error", "timeout", "stopped", "interrupted", "quota", "rate_limit", "limit"}
@@ -42,11 +42,11 @@ def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[flo
     """Each marked message's outcome: replied, settled (a row says why not), in flight at a kill, or lost."""
     replies: dict[str, list[float]] = {}
     for r in record["replies"]:
-        for marker in set(MARKER.findall(r["text"])):
+        for marker in set(markers_of(r["text"])):
             replies.setdefault(marker, []).append(r["at"])
     statuses: dict[str, list[str]] = {}
     for row in rows:
-        for marker in set(MARKER.findall(row["input"] or "")):
+        for marker in set(markers_of(row["input"] or "")):
             statuses.setdefault(marker, []).append(row["status"])
     tally: Counter[str] = Counter()
     lost, doubled, latency = [], [], {}
@@ -118,8 +118,12 @@ def sessions_check(bot: BotProcess, chats: list[str]) -> list[Check]:
     known = [c for c in chats if c in listing]
     failed: dict[str, list[str]] = {"show": [], "history": [], "replay": []}
     for key in known:
-        for action, args in (("show", ()), ("history", ()), ("replay", ("--message", "soak replay"))):
+        newest = ""
+        for action in ("show", "history", "replay"):
+            args = ("--at", newest, "--message", "soak replay") if action == "replay" else ()
             c, out = run_cli(bot, "sessions", action, key, *args)
+            if action == "history" and out.strip():
+                newest = out.split()[0]  # newest first: the last checkpoint
             if c != 0 or "Traceback" in out:
                 failed[action].append(f"{key}: {out.strip().splitlines()[-1:] if out.strip() else c}")
     out = [Check("state: sessions list", code == 0, f"{len(known)} chat session(s) stored")]

@@ -55,7 +55,9 @@ def hold_sqlite_lock(data: Path) -> str:
 
 def refuse_writes(data: Path) -> str:
     """Make the data directory and its top-level files immutable for REFUSE_SEC, then writable again."""
-    targets = [data, *(p for p in data.iterdir() if p.is_file())]
+    # SQLite's -shm index is mapped into memory; a disk that fills up leaves its pages in place, so it stays
+    # writable (an immutable mapped page ends the process with SIGBUS, which no full disk does).
+    targets = [data, *(p for p in data.iterdir() if p.is_file() and not p.name.endswith("-shm"))]
     names = [str(p) for p in targets]
     made = subprocess.run(["chattr", "+i", *names], capture_output=True, check=False)  # noqa: S607
     try:

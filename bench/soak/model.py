@@ -22,6 +22,14 @@ FAULT = re.compile(r"\bfault=(\w+)")
 SLOW = re.compile(r"\bslow=(\d+(?:\.\d+)?)")
 EVERY = re.compile(r"\bevery=(\d+s)")
 
+QUOTE = re.compile(r"\[replying to .*?\]", re.DOTALL)
+
+
+def markers_of(text: str) -> list[str]:
+    """The markers of a message, those of a message it quotes left out."""
+    return MARKER.findall(QUOTE.sub("", text))
+
+
 TEAM = {"name": "soakteam", "purpose": "answer together",
         "members": [{"name": "first", "role": "Answer ok."}, {"name": "second", "role": "Answer ok too."}]}
 #: The tool rounds each `do=` word plays, one list of (tool, args) per round.
@@ -51,7 +59,7 @@ class SoakModel:
 
     def __call__(self, body: dict[str, Any]) -> Step:
         user = last_content(body, "user") or ""
-        markers = MARKER.findall(user)
+        markers = markers_of(user)
         step = self._step(body, user, markers)
         delay = step.delay if isinstance(step, (Reply, Calls)) else 0.0
         with self.lock:

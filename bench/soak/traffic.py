@@ -118,6 +118,8 @@ def _spread_faults(plan: Plan, rng: random.Random, end: float) -> None:
               "writes_refused": max(1, round(minutes / 2)), "drop": max(1, round(minutes / 1.5)),
               "silence": max(1, round(minutes / 2.5)), "send_fail": max(2, round(minutes))}
     for kind, n in counts.items():
+        # kill -9 in the first 45 %: the last half of the run is one process, whose memory slope is measured
+        last = plan.seconds * 0.45 if kind == "kill9" else end - 10.0
         for _ in range(n):
-            plan.faults.append(Fault(round(rng.uniform(15.0, max(16.0, end - 10.0)), 3), kind))
+            plan.faults.append(Fault(round(rng.uniform(15.0, max(16.0, last)), 3), kind))
     plan.faults.sort(key=lambda f: f.at)
