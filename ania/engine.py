@@ -131,6 +131,7 @@ class Engine:
             return TurnResult(record.refusal, "quota")
         state = self.services.sessions.state(session_key)
         budget = self.services.settings.bot.msg_event_timeout_sec
+        settled = True
         try:  # from here on every way out closes the row, a /stop during the settling below included
             if not state.clean:
                 await settle(self.graph, session_key, store, "the previous turn did not finish (restart or stop)")
@@ -139,7 +140,7 @@ class Engine:
             async with asyncio.timeout(budget):  # no extra task per turn, as wait_for would make
                 result = await self._drive(ctx, record.message)
         except TimeoutError:
-            await settle(self.graph, session_key, store, "the message's time budget ran out")
+            settled = await self._settle(session_key, "the message's time budget ran out")
             result = TurnResult(TURN_TIMEOUT.format(sec=budget), "timeout")
         except asyncio.CancelledError as e:
             reason, status = cancel_reason(e)  # /stop, or Ctrl-C at the terminal
@@ -149,9 +150,9 @@ class Engine:
             raise
         except Exception as e:
             log.exception("turn of %s failed", session_key)
-            await settle(self.graph, session_key, store, f"the turn failed ({type(e).__name__})")
+            settled = await self._settle(session_key, f"the turn failed ({type(e).__name__})")
             result = TurnResult(TURN_FAILED.format(detail=type(e).__name__), "error")
-        self.services.sessions.state(session_key).clean = True
+        self.services.sessions.state(session_key).clean = settled  # else the next turn settles it
         if result.status in ("timeout", "error") and not result.messages:
             after = await state_after(self.graph, record)
             result.usage, result.messages = after.get("usage", {}), after.get("messages", [])
@@ -159,6 +160,16 @@ class Engine:
         if result.reply:
             await bridge.send_text(result.reply)
         return result
+
+    async def _settle(self, session_key: str, reason: str) -> bool:
+        """`settle` after a failed turn; False when the store refused it too (a full disk: the failure that
+        brought us here), so the reply still goes out and the next turn settles (found by the soak harness)."""
+        try:
+            await settle(self.graph, session_key, self.services.store, reason)
+        except (sqlite3.Error, OSError) as e:
+            log.error("could not settle the turn of %s (the next turn will): %s", session_key, e)
+            return False
+        return True
 
     def _close(self, record: TurnRecord, status: str, reply: str, usage: dict[str, int], messages: list[Any], *,
                forget_calls: bool = False) -> None:

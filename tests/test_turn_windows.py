@@ -73,3 +73,28 @@ async def test_a_message_gets_a_clear_answer_when_the_store_refuses_every_write(
     assert chat.out["f:u1"][1:] == [result.reply]
     assert result.reply.startswith("Sorry, something went wrong on my side (OperationalError)")
     assert not [r for r in chat.engine.services.queries.rows(QueryFilter()) if r["input"] == "while the disk refuses"]
+
+
+async def test_a_turn_whose_checkpoints_cannot_be_written_ends_with_a_notice(scripted_llm, make_chat, tmp_path):
+    """The checkpoint store starts refusing writes while the model thinks: the turn fails, settling it fails
+    the same way, and the person still gets the failure notice (before: the settle's error left the entry's
+    task and nothing was sent); once the store writes again, the next turn settles it and goes on."""
+    chat = await make_chat(make_settings(scripted_llm))
+    scripted_llm.script([Reply("first")])
+    assert await chat.say("f:u1", "u1", "first") == ["first"]
+    scripted_llm.script([Reply("never stored", delay=0.5)])
+    task = await chat.entry.submit("f:u1", "u1", "while the disk refuses")
+    assert task is not None
+    while len(scripted_llm.requests) < 2:
+        await asyncio.sleep(0.01)  # the turn's input is stored; the model is thinking
+    holder = sqlite3.connect(tmp_path / "data" / "checkpoints.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        result = await task
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert result.status == "error" and result.reply.startswith("Sorry, something went wrong on my side")
+    assert chat.out["f:u1"][-1] == result.reply
+    scripted_llm.script([Reply("back")])
+    assert await chat.say("f:u1", "u1", "again") == ["back"]

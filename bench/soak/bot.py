@@ -97,13 +97,13 @@ class BotProcess:
 
     def start(self) -> None:
         self._log = self._log or self.log_path.open("ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "ania.cli", "serve"], env=self.env(), cwd=ROOT,  # noqa: S603
+        self.proc = subprocess.Popen([sys.executable, "-m", "ania.cli", "serve"], env=self.env(), cwd=ROOT,
                                      stdout=self._log, stderr=self._log, start_new_session=True)
         self.starts.append(time.time())
 
     def kill9(self) -> None:
         """SIGKILL the bot (its MCP children go with its session) and wait for it."""
-        assert self.proc is not None  # noqa: S101 - started before any fault
+        assert self.proc is not None
         self.proc.kill()
         self.proc.wait()
         with_children_gone(self.proc.pid)
@@ -156,7 +156,7 @@ def with_children_gone(pid: int) -> None:
 
 def run_cli(bot: BotProcess, *args: str, timeout: float = 120) -> tuple[int, str]:
     """`ania ARGS` against the soak's data directory: (exit code, stdout and stderr)."""
-    done = subprocess.run([sys.executable, "-m", "ania.cli", *args], env=bot.env(), cwd=ROOT,  # noqa: S603
+    done = subprocess.run([sys.executable, "-m", "ania.cli", *args], env=bot.env(), cwd=ROOT,
                           capture_output=True, timeout=timeout, check=False)
     return done.returncode, (done.stdout + done.stderr).decode(errors="replace")
 

@@ -46,7 +46,7 @@ def hold_sqlite_lock(data: Path) -> str:
     files = sqlite_files(data)
     if not files:
         return "no SQLite file yet"
-    done = subprocess.run([sys.executable, "-c", _HOLD_LOCK, str(LOCK_SEC), *map(str, files)],  # noqa: S603
+    done = subprocess.run([sys.executable, "-c", _HOLD_LOCK, str(LOCK_SEC), *map(str, files)],
                           capture_output=True, timeout=LOCK_SEC + 30, check=False)
     if done.returncode != 0:
         return "could not take the lock: " + done.stderr.decode(errors="replace").strip().splitlines()[-1]

@@ -25,7 +25,7 @@ def main(port_file: str, log_file: str, hang_sec: str) -> None:
     Path(port_file).write_text(str(server.port))
     count = 0
     while not done.wait(10):  # the server keeps every request body: let them go, keep the count
-        with server._lock:  # noqa: SLF001 - the fake's own lock around its request list
+        with server._lock:
             count += len(server.requests)
             server.requests.clear()
     server.stop()

@@ -36,6 +36,17 @@ class Player:
         self.link: dict[str, int] = {"drop": 0, "silence": 0, "send_fail": 0}
         self.approvals: dict[str, int] = {"answered": 0, "prompt_missing": 0}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.closes: list[float] = []  # when a connection to the bot ended (a kill -9 shows here)
+
+    async def watch(self) -> None:
+        """Note when each connection ends."""
+        current = None
+        while True:
+            if self.fake.ws is not current:
+                if current is not None:
+                    self.closes.append(time.time())
+                current = self.fake.ws
+            await asyncio.sleep(0.02)
 
     async def play(self) -> None:
         events: list[Message | Fault] = [*self.plan.messages,
@@ -58,9 +69,8 @@ class Player:
             self.fake.fail["send_group_msg"] = self.fake.fail["send_private_msg"] = 1
 
     async def send(self, m: Message) -> None:
-        deadline = time.monotonic() + CONNECT_WAIT_SEC
-        while self.fake.ws is None and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.fake.connected.wait(), CONNECT_WAIT_SEC)
         before = len(self.fake.sent)
         record = {"marker": m.marker, "chat": m.chat, "kind": m.kind, "user": m.user, "at": time.time(),
                   "delivered": self.fake.ws is not None}
@@ -120,7 +130,7 @@ class Player:
         for action, _ in self.fake.calls:
             calls[action] = calls.get(action, 0) + 1
         return {"messages": self.sent_msgs, "replies": out, "connections": self.fake.connections,
-                "link": self.link, "approvals": self.approvals, "calls": calls}
+                "link": self.link, "approvals": self.approvals, "calls": calls, "closes": self.closes}
 
 
 async def main(plan_file: str, port: str, start: str, record_file: str) -> None:
@@ -132,10 +142,12 @@ async def main(plan_file: str, port: str, start: str, record_file: str) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     playing = asyncio.create_task(player.play())
+    watching = asyncio.create_task(player.watch())
     await stop.wait()
-    playing.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await playing
+    for task in (playing, watching):
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
     Path(record_file).write_text(json.dumps(player.record(), ensure_ascii=False))
     await player.fake.close()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=float, default=0.8, help="messages a second on average (bursts on top)")
     p.add_argument("--dir", type=Path, default=None, help="work directory (default: a temporary one, removed)")
     args = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)  # a CI timeout or `kill`: stop the processes, undo chattr
     work = args.dir or Path(tempfile.mkdtemp(prefix="ania-soak-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
@@ -48,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else 1
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -56,7 +62,7 @@ def free_port() -> int:
 
 def spawn(module: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
-        return subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, stdout=out, stderr=out)  # noqa: S603
+        return subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, stdout=out, stderr=out)
 
 
 def wait_file(path: Path, timeout: float = 60) -> str:
@@ -85,16 +91,17 @@ def soak(args: argparse.Namespace, work: Path) -> bool:
     write_config(work / "config", llm_url, f"ws://127.0.0.1:{onebot_port}/")
     bot = BotProcess(work / "config", work / "data", work / "bot.log")
     kills: list[float] = []
+    refused: list[tuple[float, float]] = []
     notes: dict[str, list[str]] = {}
     try:
         bot.start()
-        drive(plan, bot, start, kills, notes)
+        drive(plan, bot, start, kills, notes, refused)
         stopped = time.time()
         code = bot.stop()
         notes.setdefault("clean stop", []).append(f"exit {code}")
         onebot.terminate()
         onebot.wait(30)
-        results = judge(plan, bot, work, kills, notes, stopped, code)
+        results = judge(plan, bot, work, kills, notes, stopped, code, refused)
     finally:
         for proc in (onebot, model):
             if proc.poll() is None:
@@ -106,7 +113,8 @@ def soak(args: argparse.Namespace, work: Path) -> bool:
     return finish(args, plan, results, model_log, work)
 
 
-def drive(plan: Plan, bot: BotProcess, start: float, kills: list[float], notes: dict[str, list[str]]) -> None:
+def drive(plan: Plan, bot: BotProcess, start: float, kills: list[float], notes: dict[str, list[str]],
+          refused: list[tuple[float, float]]) -> None:
     """Sample every SAMPLE_SEC and play the faults done from outside at their times, until the run's end."""
     todo = [f for f in plan.faults if f.kind in PROCESS_FAULTS]
     end = start + plan.seconds
@@ -121,7 +129,9 @@ def drive(plan: Plan, bot: BotProcess, start: float, kills: list[float], notes: 
             elif fault.kind == "sqlite_lock":
                 notes.setdefault("sqlite_lock", []).append(faults.hold_sqlite_lock(bot.data))
             else:
+                began = time.time()
                 notes.setdefault("writes_refused", []).append(faults.refuse_writes(bot.data))
+                refused.append((began, time.time()))
             if bot.proc is not None and bot.proc.poll() is not None:
                 notes.setdefault("bot died", []).append(f"after {fault.kind}: exit {bot.proc.returncode}")
                 bot.start()
@@ -129,14 +139,16 @@ def drive(plan: Plan, bot: BotProcess, start: float, kills: list[float], notes: 
 
 
 def judge(plan: Plan, bot: BotProcess, work: Path, kills: list[float], notes: dict[str, list[str]],
-          stopped: float, code: int | None) -> dict[str, Any]:
+          stopped: float, code: int | None, refused: list[tuple[float, float]]) -> dict[str, Any]:
     record = json.loads((work / "onebot.json").read_text())
     rows = checks.query_rows(bot.data)
     out = checks.outcomes(record, rows, kills)
-    fired, kept, clock_statuses = checks.clock_check(bot.data, stopped - 10)
+    fired, kept, clock_statuses = checks.clock_check(bot.data, stopped - 10, refused)
     resource_checks, figures = checks.resources(bot.samples, bot.starts[-1])
     chats = sorted({m.chat for m in plan.messages})
-    tracebacks = (work / "bot.log").read_text(errors="replace").count("Traceback")
+    log_text = (work / "bot.log").read_text(errors="replace")
+    tracebacks = log_text.count("Traceback")
+    unhandled = log_text.count("exception was never retrieved") + log_text.count("Unhandled exception")
     found: list[checks.Check] = [
         checks.Check("nothing lost", not out["lost"], f"{len(out['lost'])} lost" +
                      (": " + "; ".join(out["lost"][:8]) if out["lost"] else "")),
@@ -145,7 +157,8 @@ def judge(plan: Plan, bot: BotProcess, work: Path, kills: list[float], notes: di
         checks.Check("the bot never died on its own", "bot died" not in notes, "; ".join(notes.get("bot died", []))
                      or f"{len(bot.starts) - 1} restart(s), all after a kill -9"),
         checks.Check("clean stop (SIGTERM)", code == 0, f"exit {code}"),
-        checks.Check("no traceback in the bot's log", tracebacks == 0, f"{tracebacks} traceback(s)"),
+        checks.Check("no unhandled exception in the bot's log", unhandled == 0,
+                     f"{unhandled} unhandled; {tracebacks} traceback(s) of handled errors in all"),
         fired, kept, checks.integrity(bot.data), *checks.sessions_check(bot, chats), *resource_checks,
     ]
     return {"record": record, "out": out, "checks": found, "figures": figures, "clock": clock_statuses,

@@ -67,8 +67,8 @@ def make_plan(seed: int, seconds: float, groups: int, privates: int, rate: float
         n = next(counter)
         who = user if user is not None else (int(chat[2:]) if chat.startswith("f:") else rng.randint(40, 60))
         marker = "" if kind in ("stop", "plain") else f"#m{n}"
-        plan.messages.append(Message(round(at, 3), chat, who, kind, " ".join(x for x in (marker, words) if x),
-                                     marker))
+        typed = " ".join(x for x in ("/soak" if kind == "command" else "", marker, words) if x)
+        plan.messages.append(Message(round(at, 3), chat, who, kind, typed, marker))
 
     # Scheduled tasks: made early, each fires every few seconds for the rest of the run.
     for i, chat in enumerate(chats[:3]):
@@ -77,38 +77,42 @@ def make_plan(seed: int, seconds: float, groups: int, privates: int, rate: float
     end = seconds - 25.0  # the last messages leave time to be answered before the checks
     while t < end:
         t += rng.expovariate(rate)
-        chat = rng.choice(chats)
-        roll = rng.random()
-        group = chat.startswith("g:")
-        if roll < 0.06:  # a burst: one user, five messages within a second
-            user = rng.randint(40, 60) if group else int(chat[2:])
-            for k in range(5):
-                add(t + k * 0.15, chat, "mention" if group else "private", f"burst {k}", user=user)
-        elif roll < 0.12:
-            add(t, chat, "long", "long " + "lorem ipsum dolor " * rng.randint(100, 400))
-        elif roll < 0.17:
-            add(t, chat, "image", "what is in this picture")
-        elif roll < 0.21:
-            add(t, chat, "command", "a custom command")
-        elif roll < 0.25:  # a slow answer, and its sender says /stop a moment later
-            user = rng.randint(40, 60) if group else int(chat[2:])
-            add(t, chat, "mention" if group else "private", "slow=6", user=user)
-            add(t + rng.uniform(0.5, 3.0), chat, "stop", "/stop", user=user)
-        elif roll < 0.30 and group:
-            kind = "approve" if rng.random() < 0.6 else "approve_timeout"
-            add(t, chat, kind, "do=bash_ask")
-        elif roll < 0.36 and group:
-            add(t, chat, "plain", "just chatting, not for the bot")
-        elif roll < 0.56:
-            add(t, chat, "mention" if group else "private", f"do={rng.choice(TOOLS)}")
-        elif roll < 0.66:
-            add(t, chat, "mention" if group else "private", f"fault={rng.choice(MODEL_FAULTS)}")
-        else:
-            kind = rng.choice(("mention", "reply")) if group else "private"
-            add(t, chat, kind, "hello")
+        _one(add, rng, t, rng.choice(chats))
     plan.messages.sort(key=lambda m: m.at)
     _spread_faults(plan, rng, end)
     return plan
+
+
+def _one(add: Any, rng: random.Random, t: float, chat: str) -> None:
+    """One draw of traffic at `t` in `chat`: a burst, a long message, an image, a custom command, a slow answer
+    and its /stop, an approval, group chatter, a tool round, a model fault, or a plain message."""
+    roll = rng.random()
+    group = chat.startswith("g:")
+    addressed = "mention" if group else "private"
+    if roll < 0.06:  # a burst: one user, five messages within a second
+        user = rng.randint(40, 60) if group else int(chat[2:])
+        for k in range(5):
+            add(t + k * 0.15, chat, addressed, f"burst {k}", user=user)
+    elif roll < 0.12:
+        add(t, chat, "long", "long " + "lorem ipsum dolor " * rng.randint(100, 400))
+    elif roll < 0.17:
+        add(t, chat, "image", "what is in this picture")
+    elif roll < 0.21:
+        add(t, chat, "command", "a custom command")
+    elif roll < 0.25:  # a slow answer, and its sender says /stop a moment later
+        user = rng.randint(40, 60) if group else int(chat[2:])
+        add(t, chat, addressed, "slow=6", user=user)
+        add(t + rng.uniform(0.5, 3.0), chat, "stop", "/stop", user=user)
+    elif roll < 0.30 and group:
+        add(t, chat, "approve" if rng.random() < 0.6 else "approve_timeout", "do=bash_ask")
+    elif roll < 0.36 and group:
+        add(t, chat, "plain", "just chatting, not for the bot")
+    elif roll < 0.56:
+        add(t, chat, addressed, f"do={rng.choice(TOOLS)}")
+    elif roll < 0.66:
+        add(t, chat, addressed, f"fault={rng.choice(MODEL_FAULTS)}")
+    else:
+        add(t, chat, rng.choice(("mention", "reply")) if group else "private", "hello")
 
 
 def _spread_faults(plan: Plan, rng: random.Random, end: float) -> None:
