@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ania.engine import TURN_FAILED
 from bench.soak.bot import BotProcess, Sample, run_cli
 from bench.soak.model import markers_of
 
 IN_FLIGHT_SEC = 1.0
 SETTLED = {"error", "timeout", "stopped", "interrupted", "quota", "rate_limit", "limit"}
 EVERY = re.compile(r"@every (\d+)s")
+NOTICE = TURN_FAILED.split(" ({")[0]  # "Sorry, something went wrong on my side"
 
 
 @dataclass
@@ -50,29 +52,42 @@ def in_flight(sent: float, kills: list[float], closes: list[float]) -> bool:
 
 
 def reply_times(record: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[dict[str, list[float]],
-                                                                          dict[str, list[str]]]:
+                                                                          dict[str, list[str]], set[int]]:
     """marker → when the chat received an answer to it (its marker in a reply, or its row's reply, such as a
-    notice, reaching the chat), and marker → the statuses of its query-log rows."""
+    notice, reaching the chat); marker → the statuses of its query-log rows; the replies so claimed."""
     replies: dict[str, list[float]] = {}
-    for r in record["replies"]:
+    claimed: set[int] = set()
+    for i, r in enumerate(record["replies"]):
         for marker in set(markers_of(r["text"])):
             replies.setdefault(marker, []).append(r["at"])
+            claimed.add(i)
     statuses: dict[str, list[str]] = {}
     for row in rows:
         for marker in set(markers_of(row["input"] or "")):
             statuses.setdefault(marker, []).append(row["status"])
             notice = (row["reply"] or "")[:200]
             if notice and marker not in replies:
-                got = [r["at"] for r in record["replies"] if r["chat"] == row["session"] and r["at"] >= row["started"]
-                       and r["text"].startswith(notice)]
+                got = [i for i, r in enumerate(record["replies"]) if i not in claimed and r["chat"] == row["session"]
+                       and r["at"] >= row["started"] and r["text"].startswith(notice)]
                 if got:
-                    replies[marker] = got[:1]
-    return replies, statuses
+                    replies[marker] = [record["replies"][got[0]]["at"]]
+                    claimed.add(got[0])
+    return replies, statuses, claimed
+
+
+def unlogged_notice(record: dict[str, Any], m: dict[str, Any], claimed: set[int]) -> bool:
+    """A failure notice in the message's chat that no row or marker claims: the answer of a turn that ran while
+    the data directory refused writes, so it has no row. Claimed here, once."""
+    for i, r in enumerate(record["replies"]):
+        if i not in claimed and r["chat"] == m["chat"] and r["at"] >= m["at"] and r["text"].startswith(NOTICE):
+            claimed.add(i)
+            return True
+    return False
 
 
 def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[float]) -> dict[str, Any]:
     """Each marked message's outcome: replied, settled (a row says why not), in flight at a kill, or lost."""
-    replies, statuses = reply_times(record, rows)
+    replies, statuses, claimed = reply_times(record, rows)
     tally: Counter[str] = Counter()
     lost, doubled, latency = [], [], {}
     category: dict[str, str] = {}
@@ -92,6 +107,8 @@ def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[flo
             what = "settled: " + "/".join(sorted(SETTLED & set(statuses[marker])))
         elif in_flight(m["at"], kills, record.get("closes", [])):
             what = "in flight at a kill -9"
+        elif unlogged_notice(record, m, claimed):
+            what = "failure notice, no row (writes refused)"
         else:
             what = "lost"
             lost.append(f"{marker} ({m['kind']} in {m['chat']} at {m['at']:.1f}, rows: {statuses.get(marker, [])})")
@@ -173,7 +190,8 @@ def slope_mb_per_min(samples: list[Sample]) -> float:
 
 def resources(samples: list[Sample], last_start: float) -> tuple[list[Check], dict[str, Any]]:
     """Over the samples since the last (re)start, after a 20 s warm-up: resident memory's slope over the last
-    half, and no growth of the floor of open files, threads and asyncio tasks from the first to the last third."""
+    half, and no growth of the floor of open files, threads and asyncio tasks from the middle to the last third
+    (the first third is warm-up: the knowledge store, the sandbox and MCP open their files at first use)."""
     run = [s for s in samples if s.at >= last_start + 20]
     if len(run) < 9:
         return [Check("resources: enough samples", False, f"{len(run)} samples since the last restart")], {}
@@ -183,7 +201,7 @@ def resources(samples: list[Sample], last_start: float) -> tuple[list[Check], di
     noise = statistics.pstdev(s.rss_mb for s in half)
     grown = slope * minutes
     third = len(run) // 3
-    first, last = run[:third], run[-third:]
+    first, last = run[third:2 * third], run[-third:]  # the first third warms up: Chroma, bash, MCP start lazily
     figures: dict[str, Any] = {"rss_first_mb": run[0].rss_mb, "rss_last_mb": run[-1].rss_mb, "rss_peak_mb": max(s.rss_mb for s in run),
                "slope": slope, "minutes": minutes, "samples": len(samples)}
     out = [Check("resources: resident memory flat over the last half", grown <= max(8.0, 3 * noise),

@@ -196,7 +196,7 @@ def finish(args: argparse.Namespace, plan: Plan, results: dict[str, Any], model_
         ("resident memory first / last / peak (since the last restart)",
          " / ".join(f"{figures.get(k, 0):.0f} MB" for k in ("rss_first_mb", "rss_last_mb", "rss_peak_mb"))),
     ]
-    facts += [(f"{name} floor first third → last third (peak)", f"{v[0]} → {v[1]} ({v[2]})")
+    facts += [(f"{name} floor middle third → last third (peak)", f"{v[0]} → {v[1]} ({v[2]})")
               for name in ("fds", "threads", "tasks") if (v := figures.get(name))]
     rows = report.fault_rows(Counter(f.kind for f in plan.faults), {k: dict(v) for k, v in model_faults.items()},
                              record, results["notes"])
