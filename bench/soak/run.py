@@ -97,6 +97,7 @@ def soak(args: argparse.Namespace, work: Path) -> bool:
         bot.start()
         drive(plan, bot, start, kills, notes, refused)
         stopped = time.time()
+        (work / "samples.json").write_text(json.dumps([vars(x) for x in bot.samples]))
         code = bot.stop()
         notes.setdefault("clean stop", []).append(f"exit {code}")
         onebot.terminate()
