@@ -139,9 +139,9 @@ def clock_check(data: Path, until: float, refused: list[tuple[float, float]]) ->
             continue
         step = float(every.group(1))
         for task, first, detail in covered:  # one `missed` row stands for every fire due while the bot was down
-            n = MISSED_RUNS.match(detail or "")
-            if task == t and n:
-                times += [first + k * step for k in range(1, int(n.group(1)))]
+            said = MISSED_RUNS.match(detail or "")
+            if task == t and said:
+                times += [first + k * step for k in range(1, int(said.group(1)))]
         unique = sorted(set(times))
         for a, b in itertools.pairwise(unique):
             if b - a > step * 1.5:
