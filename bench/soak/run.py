@@ -131,8 +131,10 @@ def drive(plan: Plan, bot: BotProcess, start: float, kills: list[float], notes: 
                 notes.setdefault("sqlite_lock", []).append(faults.hold_sqlite_lock(bot.data))
             else:
                 began = time.time()
-                notes.setdefault("writes_refused", []).append(faults.refuse_writes(bot.data))
-                refused.append((began, time.time()))
+                said = faults.refuse_writes(bot.data)
+                notes.setdefault("writes_refused", []).append(said)
+                if not said.startswith("not available"):
+                    refused.append((began, time.time()))
             if bot.proc is not None and bot.proc.poll() is not None:
                 notes.setdefault("bot died", []).append(f"after {fault.kind}: exit {bot.proc.returncode}")
                 bot.start()
