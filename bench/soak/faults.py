@@ -33,12 +33,10 @@ def sqlite_files(data: Path) -> list[Path]:
     return sorted(p for p in data.glob("*.db") if p.is_file())
 
 
-def kill_and_restart(bot: BotProcess) -> str:
+def kill_and_restart(bot: BotProcess) -> None:
     """kill -9, then start again at once (the fake keeps its side; the bot dials it again)."""
     bot.kill9()
-    killed = time.time()
     bot.start()
-    return f"killed at {killed:.1f}, restarted"
 
 
 def hold_sqlite_lock(data: Path) -> str:

@@ -42,8 +42,8 @@ def fault_rows(plan_faults: Counter[str], model_faults: dict[str, dict[str, int]
                  "the bot noticed the missing heartbeats and dialled again"))
     rows.append(("send_msg failed once", link.get("send_fail", 0), "retried by the bot"))
     for kind in ("kill9", "sqlite_lock", "writes_refused"):
-        said = Counter(notes.get(kind, []))
+        said = ", ".join(f"{text} (×{n})" for text, n in Counter(notes.get(kind, [])).most_common()) or "none"
         rows.append(({"kill9": "kill -9 of the bot, then a restart", "sqlite_lock": "a second process held a "
                       "write lock on the SQLite files", "writes_refused": "the data directory refused writes"}[kind],
-                     plan_faults.get(kind, 0), tally_text(said)))
+                     plan_faults.get(kind, 0), said))
     return rows
