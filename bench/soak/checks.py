@@ -89,9 +89,9 @@ def unlogged_notice(record: dict[str, Any], m: dict[str, Any], claimed: set[int]
 def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[float]) -> dict[str, Any]:
     """Each marked message's outcome: replied, settled (a row says why not), in flight at a kill, or lost."""
     replies, statuses, claimed = reply_times(record, rows)
-    tally: Counter[str] = Counter()
     lost, doubled, latency = [], [], {}
     category: dict[str, str] = {}
+    unanswered = []
     for m in record["messages"]:
         marker = m["marker"]
         if not marker:
@@ -100,21 +100,27 @@ def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[flo
         if len(got) > 1:
             doubled.append(marker)
         if not m["delivered"]:
-            what = "not delivered (link down)"
+            category[marker] = "not delivered (link down)"
         elif got:
-            what = "replied"
+            category[marker] = "replied"
             latency[marker] = min(got) - m["at"]
         elif SETTLED & set(statuses.get(marker, [])):
-            what = "settled: " + "/".join(sorted(SETTLED & set(statuses[marker])))
+            category[marker] = "settled: " + "/".join(sorted(SETTLED & set(statuses[marker])))
         elif in_flight(m["at"], kills, record.get("closes", [])):
-            what = "in flight at a kill -9"
-        elif unlogged_notice(record, m, claimed):
-            what = "failure notice, no row (writes refused)"
+            category[marker] = "in flight at a kill -9"
         else:
-            what = "lost"
+            unanswered.append(m)
+    # A notice without a row answers the newest message before it that nothing else answered: one stopped
+    # while it waited has no answer later, so the oldest is not the one whose turn failed.
+    for m in sorted(unanswered, key=lambda m: m["at"], reverse=True):
+        marker = m["marker"]
+        if unlogged_notice(record, m, claimed):
+            category[marker] = "failure notice, no row (writes refused)"
+        else:
+            category[marker] = "lost"
             lost.append(f"{marker} ({m['kind']} in {m['chat']} at {m['at']:.1f}, rows: {statuses.get(marker, [])})")
-        tally[what] += 1
-        category[marker] = what
+    lost.reverse()
+    tally = Counter(category.values())
     return {"tally": tally, "lost": lost, "doubled": doubled, "latency": latency, "category": category}
 
 
