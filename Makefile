@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 STUDIO_ENV := LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false
 
-.PHONY: setup chat run demo test test-stock lint bench studio clean
+.PHONY: setup chat run demo test test-stock lint bench soak soak-ci studio clean
 
 setup: $(STAMP)
 
@@ -56,6 +56,16 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench.run $(ARGS)
+
+# The soak (README "Reliability"): the real bot against the OneBot fake and the scripted model, each its own
+# process, for MINUTES with seeded traffic and faults, then the invariants and a table; a failed one exits 1 with
+# its seed. ARGS="--seed 7 --groups 16" changes the mix. CI runs `make soak-ci`: two minutes, a fixed seed.
+MINUTES ?= 10
+soak: $(STAMP)
+	$(PY) -m bench.soak --minutes $(MINUTES) $(ARGS)
+
+soak-ci: $(STAMP)
+	$(PY) -m bench.soak --minutes 2 --groups 4 --privates 2 --seed 26 $(ARGS)
 
 studio: $(STAMP)
 	$(STUDIO_ENV) $(VENV)/bin/langgraph dev --no-browser --allow-blocking --port 2024 $(ARGS)

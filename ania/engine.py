@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import AsyncExitStack
@@ -22,8 +23,9 @@ from langgraph.types import Command
 
 from ania.compose import bind_clock, bind_subagents, build_services
 from ania.engine_mode import engine_mode
-from ania.operations import close_turn, open_turn, state_after
+from ania.operations import TurnRecord, close_turn, open_turn, state_after
 from ania.recovery import cancel_reason, settle
+from ania.stats import process_stats
 from checkpoints.factory import open_checkpointer, thread_config
 from core.settings import Paths, Settings, load_settings
 from graphs.agent import build_agent_graph
@@ -125,40 +127,62 @@ class Engine:
         store = self.services.store
         record = await open_turn(self.services, self.graph, session_key, user_id, text, trigger, batch)
         if record.refusal is not None:  # over the quota: one reply, no model call (Q1)
-            close_turn(self.services, record, "quota", record.refusal, {}, [])
+            self._close(record, "quota", record.refusal, {}, [])
             await bridge.send_text(record.refusal)
             return TurnResult(record.refusal, "quota")
         state = self.services.sessions.state(session_key)
-        if not state.clean:
-            await settle(self.graph, session_key, store, "the previous turn did not finish (restart or stop)")
-        state.clean = False
-        ctx = self.context(session_key, user_id, bridge, limits=record.limits)
         budget = self.services.settings.bot.msg_event_timeout_sec
-        try:
+        settled = True
+        try:  # from here on every way out closes the row, a /stop during the settling below included
+            if not state.clean:
+                await settle(self.graph, session_key, store, "the previous turn did not finish (restart or stop)")
+            state.clean = False
+            ctx = self.context(session_key, user_id, bridge, limits=record.limits)
             async with asyncio.timeout(budget):  # no extra task per turn, as wait_for would make
                 result = await self._drive(ctx, record.message)
         except TimeoutError:
-            await settle(self.graph, session_key, store, "the message's time budget ran out")
+            settled = await self._settle(session_key, "the message's time budget ran out")
             result = TurnResult(TURN_TIMEOUT.format(sec=budget), "timeout")
         except asyncio.CancelledError as e:
             reason, status = cancel_reason(e)  # /stop, or Ctrl-C at the terminal
             await asyncio.shield(settle(self.graph, session_key, store, reason))
             after = await asyncio.shield(state_after(self.graph, record))
-            close_turn(self.services, record, status, "", after.get("usage", {}), after.get("messages", []))
+            self._close(record, status, "", after.get("usage", {}), after.get("messages", []))
             raise
         except Exception as e:
             log.exception("turn of %s failed", session_key)
-            await settle(self.graph, session_key, store, f"the turn failed ({type(e).__name__})")
+            settled = await self._settle(session_key, f"the turn failed ({type(e).__name__})")
             result = TurnResult(TURN_FAILED.format(detail=type(e).__name__), "error")
-        self.services.sessions.state(session_key).clean = True
-        store.forget_started_calls(session_key)
+        self.services.sessions.state(session_key).clean = settled  # else the next turn settles it
         if result.status in ("timeout", "error") and not result.messages:
             after = await state_after(self.graph, record)
             result.usage, result.messages = after.get("usage", {}), after.get("messages", [])
-        close_turn(self.services, record, result.status, result.reply, result.usage, result.messages)
+        self._close(record, result.status, result.reply, result.usage, result.messages, forget_calls=True)
         if result.reply:
             await bridge.send_text(result.reply)
         return result
+
+    async def _settle(self, session_key: str, reason: str) -> bool:
+        """`settle` after a failed turn; False when the store refused it too (a full disk: the failure that
+        brought us here), so the reply still goes out and the next turn settles (found by the soak harness)."""
+        try:
+            await settle(self.graph, session_key, self.services.store, reason)
+        except (sqlite3.Error, OSError) as e:
+            log.error("could not settle the turn of %s (the next turn will): %s", session_key, e)
+            return False
+        return True
+
+    def _close(self, record: TurnRecord, status: str, reply: str, usage: dict[str, int], messages: list[Any], *,
+               forget_calls: bool = False) -> None:
+        """`close_turn` (and, for a turn that ended, forget its started calls); a store that refuses the write
+        (disk full, locked past its busy timeout) costs the row and the usage count, never the reply (found by
+        the soak harness: the reply was not sent)."""
+        try:
+            if forget_calls:
+                self.services.store.forget_started_calls(record.session)
+            close_turn(self.services, record, status, reply, usage, messages)
+        except (sqlite3.Error, OSError) as e:
+            log.error("could not record the turn of %s (query log, usage): %s", record.session, e)
 
     async def _drive(self, ctx: RunContext, message: Any) -> TurnResult:
         out = await self.drive(ctx, {"messages": [message]})
@@ -192,6 +216,7 @@ async def _build(paths: Paths, settings: Settings,
         graph = build_agent_graph(lambda: settings.agent.context_tokens, checkpointer=saver, stock=stock)
         bind_subagents(services, saver, stack)
         bind_clock(services, saver, stack)
+        await stack.enter_async_context(process_stats(settings.logs.stats_sec))
     except BaseException:
         await stack.aclose()
         raise

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -61,10 +62,16 @@ async def open_turn(services: Services, graph: CompiledStateGraph[Any, Any, Any,
     if services.queries.enabled:
         saver = graph.checkpointer if not isinstance(graph.checkpointer, bool) else None
         record.checkpoint = await latest_checkpoint(saver, session)
-        record.qid = services.queries.start(session, user, text, trigger=trigger, thread=session,
-                                            checkpoint=record.checkpoint, batch=batch)
+        try:
+            record.qid = services.queries.start(session, user, text, trigger=trigger, thread=session,
+                                                checkpoint=record.checkpoint, batch=batch)
+        except (sqlite3.Error, OSError) as e:  # disk full or locked: the turn goes on without its row
+            log.error("could not open the query-log row of %s's turn (it goes on unlogged): %s", session, e)
     else:
-        services.queries.start(session, user, text, batch=batch)  # the log is off: the inbox rows still go
+        try:
+            services.queries.start(session, user, text, batch=batch)  # the log is off: the inbox rows still go
+        except (sqlite3.Error, OSError) as e:
+            log.error("could not take %s's messages out of the inbox (the turn goes on): %s", session, e)
     return record
 
 

@@ -32,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ania.fakes.faults import Raw
 from ania.fakes.script import STEP_KEYS, Calls, Dims, EmbedStep, Fail, Reply, Stall, Step, echo, load_script
 from ania.fakes.wire import (
     EscapingJSONResponse,
@@ -225,7 +226,7 @@ class ScriptedOpenAI:
             step = self._script.pop(0) if self._script else None
         if step is None:
             step = self._responder(body) if self._responder is not None else Reply(echo(body))
-        while callable(step) and not isinstance(step, (Reply, Calls, Fail, Stall)):
+        while callable(step) and not isinstance(step, (Reply, Calls, Fail, Stall, Raw)):
             step = step(body)
         return step
 
@@ -250,6 +251,8 @@ class ScriptedOpenAI:
             step = step.then or Reply(echo(body))
         if isinstance(step, Fail):
             return error(step.message, step.status)
+        if isinstance(step, Raw):
+            return Response(step.body, step.status, step.headers, media_type=step.media_type)
         assert isinstance(step, (Reply, Calls)), step  # noqa: S101 - test fake: _next resolves callables
         if step.delay:
             self.model_seconds += step.delay

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ania.fakes.faults import Raw
 from core.errors import ConfigError
 
 
@@ -54,7 +55,7 @@ class Stall:
     then: Step | None = None
 
 
-Step = Reply | Calls | Fail | Stall | Callable[[dict[str, Any]], "Step"]
+Step = Reply | Calls | Fail | Stall | Raw | Callable[[dict[str, Any]], "Step"]
 
 
 @dataclass

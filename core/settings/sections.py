@@ -258,3 +258,6 @@ class LogsSettings(BaseModel):
 
     query_log: bool = Field(True, description="Write one query-log row per turn (ania logs queries)")
     input_chars: int = Field(500, ge=20, le=100_000, description="Characters of a message kept in its query-log row")
+    stats_sec: float = Field(
+        0.0, ge=0, description="Every this many seconds log one line of process figures (asyncio tasks, threads, "
+        "open files), as the soak harness reads them; 0 = off")
