@@ -11,6 +11,8 @@ had taken and no turn had answered.
 from __future__ import annotations
 
 import asyncio
+import logging
+import sqlite3
 import time
 from collections.abc import Callable
 
@@ -20,6 +22,8 @@ from ania.flow.message import Waiting
 from services.context import CallbackBridge
 from services.flow import Buckets, Notices
 from services.usage import Batch, pid_alive
+
+log = logging.getLogger(__name__)
 
 RATE_LIMITED = ("You are sending messages faster than I can answer: more than {rate:g} a minute in this chat are "
                 "not answered. (This notice comes at most once every {window:g} s.)")
@@ -50,7 +54,12 @@ class Flow:
         if refusal:
             await self._refuse(session_key, user_id, body, bridge, trigger, message_id, refusal)
             return None
-        inbox_id = services.inbox.record(session_key, user_id, body, message_id=message_id, trigger=trigger)
+        try:
+            inbox_id = services.inbox.record(session_key, user_id, body, message_id=message_id, trigger=trigger)
+        except (sqlite3.Error, OSError) as e:  # disk full or locked: answered all the same, only not durable
+            log.error("could not record a message of %s in the inbox (answered, but not kept across a restart): %s",
+                      session_key, e)
+            inbox_id = 0
         return self._queue(session_key, user_id, body, bridge, trigger, message_id, inbox_id, time.time())
 
     def _queue(self, session_key: str, user_id: str, body: str, bridge: CallbackBridge, trigger: str,
