@@ -29,8 +29,8 @@ class PostgresUnavailable(RuntimeError):
 
 def bindir() -> Path:
     """The directory of `initdb` and `pg_ctl`: `pg_config --bindir`, else the newest Debian version."""
-    if shutil.which("pg_config"):
-        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, check=False).stdout.strip()
+    if config := shutil.which("pg_config"):
+        out = subprocess.run([config, "--bindir"], capture_output=True, text=True, check=False).stdout.strip()  # noqa: S603 - a fixed query
         if out and (Path(out) / "initdb").exists():
             return Path(out)
     versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]))
@@ -73,9 +73,10 @@ class LocalPostgres:
         return self.database_url(name)
 
     def _run(self, *argv: str) -> None:
-        done = subprocess.run([*self._as, *argv], capture_output=True, text=True, check=False, cwd="/")
+        done = subprocess.run([*self._as, *argv], capture_output=True, text=True, check=False, cwd="/")  # noqa: S603 - Postgres' own tools
         if done.returncode:
-            raise RuntimeError(f"{Path(argv[0]).name} failed ({done.returncode}): {(done.stderr or done.stdout)[-800:]}")
+            said = (done.stderr or done.stdout)[-800:]
+            raise RuntimeError(f"{Path(argv[0]).name} failed ({done.returncode}): {said}")
 
     def start(self) -> LocalPostgres:
         if self._as:
