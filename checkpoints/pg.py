@@ -1,0 +1,75 @@
+"""Opening the Postgres checkpointer: one connection, LangGraph's tables set up, a clear error otherwise.
+
+A malformed URL, a server that does not answer or refuses the login is a `ConfigError` of one line that
+names the setting and the server (`user@host:port/db`), never the password, whatever the driver said.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
+
+from checkpoints.loader import Reducer
+from checkpoints.saver_pg import AniaPostgresSaver
+from checkpoints.serde import MessageSerializer
+from core.errors import ConfigError
+
+POSTGRES_SCHEMES = ("postgres://", "postgresql://")
+#: The setting that holds the URL, named in errors.
+SETTING = "cluster.postgres_url"
+#: Seconds to wait for the server before giving up (a wrong host should not hang the start).
+CONNECT_TIMEOUT = 10
+
+
+def describe(url: str) -> str:
+    """`user@host:port/db` of a URL, without its password (or "a malformed URL")."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.Error:
+        return "a malformed URL"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"{user}{parts.get('host', 'localhost')}{port}/{parts.get('dbname', '')}"
+
+
+def _redact(text: str, url: str) -> str:
+    """The driver's message with the password taken out, should it ever quote it."""
+    try:
+        secret = str(conninfo_to_dict(url).get("password") or "")
+    except psycopg.Error:
+        secret = url.split("@", 1)[0]  # an unparsable URL: everything before the host may hold it
+    out = text.replace(secret, "***") if secret else text
+    return " ".join(out.split())[:300]
+
+
+async def connect(url: str) -> psycopg.AsyncConnection[Any]:
+    """One autocommit connection as LangGraph's `from_conn_string` makes it, or a `ConfigError`."""
+    try:
+        return await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=0,
+                                                     row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT)
+    except psycopg.ProgrammingError as e:
+        raise ConfigError(f"{SETTING}: not a valid Postgres URL ({_redact(str(e), url)})") from None
+    except psycopg.Error as e:
+        raise ConfigError(f"{SETTING}: cannot reach Postgres at {describe(url)}: {_redact(str(e), url)}") from None
+
+
+@asynccontextmanager
+async def open_postgres(url: str, *, stock: bool,
+                        reducers: Mapping[str, Reducer]) -> AsyncIterator[AsyncPostgresSaver]:
+    """Our saver (or with `stock` LangGraph's) on one connection, its tables made or migrated."""
+    conn = await connect(url)
+    async with conn:
+        saver = AsyncPostgresSaver(conn) if stock else AniaPostgresSaver(conn, reducers=reducers,
+                                                                         serde=MessageSerializer())
+        try:
+            await saver.setup()
+        except psycopg.Error as e:
+            raise ConfigError(f"{SETTING}: cannot set up the checkpoint tables at {describe(url)}: "
+                              f"{_redact(str(e), url)}") from None
+        yield saver
