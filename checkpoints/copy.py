@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from itertools import groupby
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 #: Called after each thread: its id, and the checkpoints copied so far.
@@ -43,13 +43,13 @@ async def copy_threads(src: BaseCheckpointSaver[str], dst: BaseCheckpointSaver[s
             writes = list(await src.conn.execute_fetchall(
                 f"SELECT checkpoint_ns, checkpoint_id, task_id, {task_path}, idx, channel, type, value "  # noqa: S608 - a constant column or '', values as ? placeholders
                 "FROM writes WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, task_id, idx", (thread,)))
-        for ns, cid, parent, type_, blob, meta in checkpoints:
+        for ns, _cid, parent, type_, blob, meta in checkpoints:
             checkpoint = src.serde.loads_typed((type_, blob))
             config: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ns,
                                                        "checkpoint_id": parent}}
             if parent is None:
                 del config["configurable"]["checkpoint_id"]
-            metadata = json.loads(meta) if meta is not None else {}
+            metadata = cast(CheckpointMetadata, json.loads(meta) if meta is not None else {})
             await dst.aput(config, checkpoint, metadata, dict(checkpoint.get("channel_versions") or {}))
             copied += 1
         for (ns, cid, task_id, path), rows in groupby(writes, key=lambda r: (r[0], r[1], r[2], r[3])):

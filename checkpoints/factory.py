@@ -3,9 +3,9 @@
 Callers depend only on LangGraph's `BaseCheckpointSaver`, so the backend can change. The SQLite saver is
 checkpoints/saver.py's (LangGraph's, with a history loader that does not grow with every load) and its
 serializer checkpoints/serde.py's; with `stock` (the `engine.stock` setting) it is LangGraph's own
-`AsyncSqliteSaver` with its own serializer. A `postgresql://` URL opens Postgres instead
-(checkpoints/pg.py: our saver_pg.py's, or with `stock` LangGraph's `AsyncPostgresSaver`). Both write the same tables in the same format, so either
-reads what the other stored (tests/test_stock_mode.py).
+`AsyncSqliteSaver` with its own serializer. Both write the same tables in the same format, so either
+reads what the other stored (tests/test_stock_mode.py). A `postgresql://` URL opens Postgres instead
+(checkpoints/pg.py: saver_pg.py's saver, or with `stock` LangGraph's `AsyncPostgresSaver`; the same holds).
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ PUT_SQL = ("INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkp
 
 
 class AniaSqliteSaver(FoldingLoader, AsyncSqliteSaver):
-    """`AsyncSqliteSaver` with the history loader of checkpoints/loader.py for the channels whose reducer it is given."""
+    """`AsyncSqliteSaver` with the history loader of checkpoints/loader.py for the channels given a reducer."""
 
     def __init__(self, conn: aiosqlite.Connection, *, reducers: Mapping[str, Reducer],
                  serde: SerializerProtocol | None = None, cache_messages: int = CACHE_MESSAGES) -> None:

@@ -57,7 +57,7 @@ WHERE a.depth > 0
 
 
 class AniaPostgresSaver(FoldingLoader, AsyncPostgresSaver):
-    """`AsyncPostgresSaver` with the history loader of checkpoints/loader.py for the channels whose reducer it is given."""
+    """`AsyncPostgresSaver` with the history loader of checkpoints/loader.py for the channels given a reducer."""
 
     def __init__(self, conn: AsyncConnection[Any], *, reducers: Mapping[str, Reducer],
                  serde: SerializerProtocol | None = None, cache_messages: int = CACHE_MESSAGES) -> None:

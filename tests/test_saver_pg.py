@@ -16,7 +16,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from ania.fakes.openai_server import Calls, Reply
 from checkpoints.copy import copy_threads
-from checkpoints.factory import CHECKPOINT_FILE, REDUCERS, open_checkpointer, thread_config
+from checkpoints.factory import CHECKPOINT_FILE, REDUCERS, open_checkpointer
 from checkpoints.history import history_lines
 from checkpoints.saver import AniaSqliteSaver
 from checkpoints.saver_pg import AniaPostgresSaver
@@ -79,7 +79,7 @@ async def _every_checkpoint_agrees(url: str, ids: list[str]) -> dict[str, list[A
 
 
 @pytest.mark.timeout(240)
-async def test_a_session_on_postgres_reads_as_langgraph_reads_it(make_chat, scripted_llm, tmp_path, pg_url):
+async def test_a_session_on_postgres_reads_as_langgraph_reads_it(make_chat, scripted_llm, tmp_path, pg_url):  # noqa: F811 - the fixture
     settings = make_settings(scripted_llm, agent={"context_tokens": 2500, "keep_recent_tokens": 600})
     chat = await make_chat(settings, data=tmp_path / "data", checkpoint_url=pg_url)
     saver = chat.engine.graph.checkpointer
@@ -110,7 +110,7 @@ async def test_a_session_on_postgres_reads_as_langgraph_reads_it(make_chat, scri
 
 
 @pytest.mark.timeout(240)
-async def test_a_sqlite_session_copied_to_postgres_reads_back_the_same(make_chat, scripted_llm, tmp_path, pg_url):
+async def test_a_sqlite_session_copied_to_postgres_reads_back_the_same(make_chat, scripted_llm, tmp_path, pg_url):  # noqa: F811 - the fixture
     settings = make_settings(scripted_llm, agent={"context_tokens": 2500, "keep_recent_tokens": 600})
     data = tmp_path / "data"
     chat = await make_chat(settings, data=data)
@@ -157,7 +157,7 @@ async def test_a_sqlite_session_copied_to_postgres_reads_back_the_same(make_chat
     assert _dump(messages)[: len(truth[ids[-1]])] == truth[ids[-1]] and messages[-1].content.startswith("answer")
 
 
-async def test_deleting_a_session_on_postgres(make_chat, scripted_llm, tmp_path, pg_url):
+async def test_deleting_a_session_on_postgres(make_chat, scripted_llm, tmp_path, pg_url):  # noqa: F811 - the fixture
     chat = await make_chat(make_settings(scripted_llm), data=tmp_path / "data", checkpoint_url=pg_url)
     scripted_llm.script([_model] * 20)
     for key in ("f:a", "f:b"):
@@ -169,7 +169,7 @@ async def test_deleting_a_session_on_postgres(make_chat, scripted_llm, tmp_path,
     assert await session_messages(saver, "f:a") == [] and await latest_checkpoint(saver, "f:a") == ""
     async with await psycopg.AsyncConnection.connect(pg_url) as conn:
         for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
-            cur = await conn.execute(f"SELECT COUNT(*) FROM {table} WHERE thread_id = 'f:a'")  # noqa: S608 - constant table names
+            cur = await conn.execute(f"SELECT COUNT(*) FROM {table} WHERE thread_id = 'f:a'")
             assert (await cur.fetchone()) == (0,)
     await chat.say("f:a", "u1", f"again, one {TEXT}")  # a new session under the same key starts empty
     assert len(await session_messages(saver, "f:a")) == 4
@@ -180,14 +180,14 @@ async def _stored_bytes(url: str) -> int:
     async with await psycopg.AsyncConnection.connect(url) as conn:
         total = 0
         for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
-            cur = await conn.execute(f"SELECT COALESCE(SUM(pg_column_size(t.*)), 0) FROM {table} t")  # noqa: S608 - constant table names
+            cur = await conn.execute(f"SELECT COALESCE(SUM(pg_column_size(t.*)), 0) FROM {table} t")
             row = await cur.fetchone()
             total += int(row[0]) if row else 0
         return total
 
 
 @pytest.mark.timeout(300)
-async def test_bytes_per_turn_stay_flat_on_postgres(make_chat, scripted_llm, tmp_path, pg_url):
+async def test_bytes_per_turn_stay_flat_on_postgres(make_chat, scripted_llm, tmp_path, pg_url):  # noqa: F811 - the fixture
     """300 one-tool turns of ~300 characters, compaction off: the bytes stored per turn over turns 200-300
     are about those over turns 1-100 (a full copy per step would make them three times as many)."""
     chat = await make_chat(make_settings(scripted_llm, agent={"context_tokens": 10**9}), data=tmp_path / "data",
@@ -222,7 +222,7 @@ async def test_a_bad_postgres_url_is_one_clear_line_without_the_password(tmp_pat
 
 async def test_a_wrong_database_is_a_clear_error(tmp_path, postgres_server):  # noqa: F811 - the fixture
     url = postgres_server.database_url("no_such_db").replace("ania@", "ania:pw-secret@")
-    with pytest.raises(ConfigError, match="cannot reach Postgres at ania@127.0.0.1") as caught:
+    with pytest.raises(ConfigError, match=r"cannot reach Postgres at ania@127\.0\.0\.1") as caught:
         async with open_checkpointer(tmp_path, url):
             pass
     assert "pw-secret" not in str(caught.value)
