@@ -81,6 +81,10 @@ class FoldingLoader(BaseCheckpointSaver[str]):
         raise NotImplementedError
 
     # --- what passes through: checkpoints and writes of threads whose history is known ------------------
+    async def adelete_thread(self, thread_id: str) -> None:
+        await super().adelete_thread(thread_id)
+        self.forget_thread(str(thread_id))
+
     def forget_thread(self, thread_id: str) -> None:
         """Drop what this saver remembers of a thread (deleted or pruned, maybe by another process)."""
         self.cache.drop_thread(thread_id)

@@ -66,10 +66,6 @@ class AniaSqliteSaver(FoldingLoader, AsyncSqliteSaver):
         AsyncSqliteSaver.__init__(self, conn, serde=serde)
         self._init_loader(reducers, cache_messages)
 
-    async def adelete_thread(self, thread_id: str) -> None:
-        await super().adelete_thread(thread_id)
-        self.forget_thread(str(thread_id))
-
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
         if not self.autocommit:

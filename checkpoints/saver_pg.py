@@ -15,12 +15,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_serializable_checkpoint_metadata,
+)
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
 
-from checkpoints.loader import FoldingLoader, Reducer, Step, WriteRow
+from checkpoints.loader import FoldingLoader, Reducer, Step, WriteRow, thread_key
 from checkpoints.memo import CACHE_MESSAGES
 
 #: The walk of checkpoints/saver.py's WALK_SQL in Postgres' words: the ancestors of a checkpoint, nearest
@@ -64,19 +73,32 @@ class AniaPostgresSaver(FoldingLoader, AsyncPostgresSaver):
         AsyncPostgresSaver.__init__(self, conn, serde=serde)
         self._init_loader(reducers, cache_messages)
 
-    async def adelete_thread(self, thread_id: str) -> None:
-        await super().adelete_thread(thread_id)
-        self.forget_thread(str(thread_id))
-
+    # --- puts: LangGraph's rows and statements, serialized here rather than in a worker thread ------------
+    # (a thread hop per put cost more than the few messages a step serializes; one trip per put either way)
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
-        out = await super().aput(config, checkpoint, metadata, new_versions)
+        thread_id, ns = thread_key(config)
+        inline, stored = _split(checkpoint["channel_values"])
+        blobs = self._dump_blobs(thread_id, ns, stored, {k: v for k, v in new_versions.items() if k in stored})
+        meta = get_serializable_checkpoint_metadata(config, metadata)
+        row = (thread_id, ns, checkpoint["id"], config["configurable"].get("checkpoint_id"),
+               Jsonb({**checkpoint, "channel_values": inline}), Jsonb(meta))
+        async with self._cursor(pipeline=True) as cur:
+            if blobs:
+                await cur.executemany(self.UPSERT_CHECKPOINT_BLOBS_SQL, blobs)
+            await cur.execute(self.UPSERT_CHECKPOINTS_SQL, row)
         self._remember_put(config, checkpoint)
-        return out
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                           task_path: str = "") -> None:
-        await super().aput_writes(config, writes, task_id, task_path)
+        thread_id, ns = thread_key(config)
+        sql = self.UPSERT_CHECKPOINT_WRITES_SQL if all(w[0] in WRITES_IDX_MAP for w in writes) \
+            else self.INSERT_CHECKPOINT_WRITES_SQL  # special writes replace, the others are kept if there
+        cid = str(config["configurable"]["checkpoint_id"])
+        rows = self._dump_writes(thread_id, ns, cid, task_id, task_path, writes)
+        async with self._cursor(pipeline=True) as cur:
+            await cur.executemany(sql, rows)
         self._remember_writes(config, writes, task_id, task_path)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -100,6 +122,21 @@ class AniaPostgresSaver(FoldingLoader, AsyncPostgresSaver):
     def _seed(self, channel: str, type_: str, blob: bytes) -> tuple[bool, Any]:
         """A copy is the channel's blob at the checkpoint's version of it."""
         return True, self.serde.loads_typed((type_, blob))
+
+
+def _split(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """LangGraph's Postgres layout: plain values (None, text, numbers, booleans) stay in the checkpoint's
+    JSON, the others go to `checkpoint_blobs` by version; a delta channel's copy leaves `true` in the JSON."""
+    inline: dict[str, Any] = {}
+    stored: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, _DeltaSnapshot):
+            stored[key], inline[key] = value, True
+        elif value is None or isinstance(value, str | int | float | bool):
+            inline[key] = value
+        else:
+            stored[key] = value
+    return inline, stored
 
 
 def _bytes(value: Any) -> bytes | None:

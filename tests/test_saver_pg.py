@@ -14,7 +14,6 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-from ania.fakes.openai_server import Calls, Reply
 from checkpoints.copy import copy_threads
 from checkpoints.factory import CHECKPOINT_FILE, REDUCERS, open_checkpointer
 from checkpoints.history import history_lines
@@ -28,24 +27,9 @@ from graphs.agent import build_agent_graph
 from nodes.compact import SUMMARIZE_PROMPT
 from tests.conftest import STOCK, make_settings
 from tests.pg_helpers import pg_url, postgres_server  # noqa: F401 - fixtures
+from tests.test_checkpoint_replay import TEXT, _dump, _histories, _model
 
 SESSION = "f:u1"
-TEXT = "lorem ipsum dolor sit amet " * 11  # about 300 characters
-
-
-def _model(body: dict[str, Any]) -> Any:
-    """Summaries when asked; 1 or 4 time calls per question (4: parallel writes in one step), then an answer."""
-    messages = body["messages"]
-    if messages[0]["content"] == SUMMARIZE_PROMPT:
-        return Reply("summary of the earlier conversation")
-    last = messages[-1]
-    if last["role"] == "user":
-        return Calls([("time", {"timezone": "UTC"})] * (4 if "four" in str(last["content"]) else 1))
-    return Reply("answer " + TEXT)
-
-
-def _dump(messages: list[Any]) -> list[tuple[str, str | None, Any]]:
-    return [(m.type, m.id, m.content) for m in messages]
 
 
 async def _pg_ids(url: str, thread: str = SESSION) -> list[str]:
@@ -53,14 +37,6 @@ async def _pg_ids(url: str, thread: str = SESSION) -> list[str]:
         cur = await conn.execute("SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
                                  "ORDER BY checkpoint_id", (thread,))
         return [str(r[0]) for r in await cur.fetchall()]
-
-
-async def _histories(graph: Any, ids: list[str]) -> dict[str, list[Any]]:
-    out = {}
-    for cid in ids:
-        snap = await graph.aget_state({"configurable": {"thread_id": SESSION, "checkpoint_id": cid}})
-        out[cid] = _dump(snap.values.get("messages", []))
-    return out
 
 
 async def _every_checkpoint_agrees(url: str, ids: list[str]) -> dict[str, list[Any]]:
