@@ -14,6 +14,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
+from ania.fakes.openai_server import Reply
 from checkpoints.copy import copy_threads
 from checkpoints.factory import CHECKPOINT_FILE, REDUCERS, open_checkpointer
 from checkpoints.history import history_lines
@@ -204,3 +205,22 @@ async def test_a_wrong_database_is_a_clear_error(tmp_path, postgres_server):  # 
     assert "pw-secret" not in str(caught.value)
 
 
+
+
+async def test_listing_and_paging_sessions_read_the_same_on_both(make_chat, scripted_llm, tmp_path, pg_url):  # noqa: F811 - the fixture
+    """The panel's and `ania sessions`' listings (SQL on either store) agree on a copy of the same sessions."""
+    from checkpoints.sessions import page_sessions, recent_sessions
+
+    chat = await make_chat(make_settings(scripted_llm), data=tmp_path / "data")
+    scripted_llm.script([Reply("ok")] * 20)
+    for key in ("f:Alice", "g:100", "f:bob_1", "g:200/sub/x", "f:b%b"):
+        await chat.say(key, "u1", "hi")
+    await chat.engine.close()
+    async with open_checkpointer(tmp_path / "data") as src, open_checkpointer(tmp_path / "data", pg_url) as dst:
+        await copy_threads(src, dst)
+        for search, offset, limit in (("", 0, 50), ("", 1, 2), ("B", 0, 10), ("_", 0, 10), ("%", 0, 10),
+                                      ("", 10, 5), ("nobody", 0, 5)):
+            assert await page_sessions(dst, search, offset, limit) == await page_sessions(src, search, offset, limit)
+        assert await recent_sessions(dst, 3) == await recent_sessions(src, 3)
+        page, total = await page_sessions(dst, "b", 0, 10)
+        assert total == 3 and {r.key for r in page} == {"f:bob_1", "f:b%b", "g:200/sub/x"}
