@@ -7,8 +7,9 @@ and its `DeltaChannel` with the fixed snapshot cadence) on each. Postgres is a t
 package (ania/localservers/postgres.py) on loopback with its default durability (fsync on); the
 checkpointer's connection commits with `synchronous_commit = off` (checkpoints/pg.py), as SQLite runs WAL
 with synchronous=NORMAL: neither waits for the disk at each commit. `--pg-sync` keeps `synchronous_commit
-= on` (each commit waits for the disk) to show what that costs. Each turn: a user message of ~300 characters, one `time` call, an answer of ~300
-characters (4 messages); compaction off. Per window between marks (default 10, 100, 1000 turns):
+= on` (each commit waits for the disk) to show what that costs. Each turn: a user message of ~280
+characters, one `time` call, an answer of ~280 characters (4 messages; the words drawn at random per turn,
+see `text`); compaction off. Per window between marks (default 10, 100, 1000 turns):
 - saver ms/turn: wall time inside the checkpointer (puts, loads, history), median per turn;
 - turn ms, CPU ms: the whole turn's wall time and this process's CPU time (the scripted model server runs
   in this process too; the Postgres server's own CPU is not counted), medians;
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
 import statistics
 import tempfile
 import time
@@ -38,9 +40,19 @@ from ania.localservers.postgres import LocalPostgres
 from bench.common import Ours, table
 
 MARKS = (10, 100, 1000)
-TEXT = ("A long and realistic chat line, about the weather, the trains, the meeting at ten and who brings "
-        "the slides; nothing special, just the kind of thing people say in a group all day long. ") * 2
-TEXT = TEXT[:280]
+WORDS = ("weather", "trains", "meeting", "ten", "slides", "nothing", "special", "kind", "thing", "people",
+         "group", "day", "long", "rain", "coffee", "lunch", "report", "budget", "deadline", "printer",
+         "office", "window", "garden", "weekend", "concert", "ticket", "station", "delay", "bridge", "river",
+         "market", "bakery", "bicycle", "airport", "suitcase", "passport", "holiday", "museum", "library",
+         "lecture")
+
+
+def text(turn: int, kind: str) -> str:
+    """~280 characters that differ from turn to turn: Postgres compresses values over 2 KB (TOAST), and
+    a line repeated every turn would make the stored copies of the history compress far better than a
+    real conversation's."""
+    rng = random.Random(f"{kind}{turn}")
+    return f"{kind} {turn}: " + " ".join(rng.choice(WORDS) for _ in range(40))[:270]
 SAVER_METHODS = ("aput", "aput_writes", "aget_tuple", "aget_delta_channel_history", "alist")
 PG_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 
@@ -109,7 +121,7 @@ def _model(body: dict[str, Any]) -> Any:
     last = body["messages"][-1]
     if last["role"] == "user":
         return Calls([("time", {"timezone": "UTC"})])
-    return Reply(f"answer {TEXT}")
+    return Reply(text(len(body["messages"]), "answer"))
 
 
 async def run(marks: Sequence[int], root: Path, server: LocalPostgres, *, sync: bool = False) -> str:
@@ -140,7 +152,7 @@ async def run(marks: Sequence[int], root: Path, server: LocalPostgres, *, sync: 
                 side.llm.script([_model, _model])
                 side.saver_s.clear()
                 c0, t0 = time.process_time(), time.perf_counter()
-                await side.ours.turn(f"question {turn} {TEXT}")
+                await side.ours.turn(text(turn, "question"))
                 side.turn_ms.append((time.perf_counter() - t0) * 1000)
                 side.cpu_ms.append((time.process_time() - c0) * 1000)
                 side.saver_ms.append(sum(side.saver_s) * 1000)
