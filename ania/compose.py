@@ -36,7 +36,7 @@ from services.persona import load_persona
 from services.recall import Recall
 from services.sessions import SessionRegistry
 from services.skills import Root, SkillInstaller, SkillRegistry
-from services.store import AppStore
+from services.store import open_store
 from services.subagents import Subagents
 from services.teams import TeamStore
 from services.todos import TodoStore
@@ -91,7 +91,7 @@ async def build_services(
     """Build every service; whatever needs closing is registered on `stack` (closed in reverse order).
     `outboxes` carries the attached platforms over a /reboot."""
     make_private(paths.data_dir)  # before anything is created there: the stores hold every chat
-    store = AppStore(paths.data_dir / "ania.db")
+    store = open_store(paths.data_dir, settings.cluster.postgres_url)
     stack.callback(store.close)
     shared = SharedExecutor(builtin_tools(settings, paths))
     sessions = SessionRegistry(shared)
