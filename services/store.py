@@ -63,7 +63,8 @@ class SqliteTx:
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
     def write(self, sql: str, args: Args = ()) -> int:
-        return int(self.conn.execute(sql, args).rowcount)
+        cur = self.conn.execute(sql, args)
+        return int(cur.lastrowid or 0) if sql.lstrip().upper().startswith("INSERT") else int(cur.rowcount)
 
     def insert(self, sql: str, args: Args = ()) -> int:
         return int(self.conn.execute(sql, args).lastrowid or 0)
@@ -101,7 +102,8 @@ class SqliteBackend:
 
     def write(self, sql: str, args: Args = ()) -> int:
         with self._lock:
-            return int(self.conn.execute(sql, args).rowcount)
+            cur = self.conn.execute(sql, args)
+            return int(cur.lastrowid or 0) if sql.lstrip().upper().startswith("INSERT") else int(cur.rowcount)
 
     def insert(self, sql: str, args: Args = ()) -> int:
         with self._lock:
@@ -150,7 +152,8 @@ class AppStore:
         return self._b.query(sql, args)
 
     def write(self, sql: str, args: Args = ()) -> int:
-        """One write statement (committed when this returns); the number of rows changed."""
+        """One write statement (committed when this returns): the new row's id for an INSERT into a table with
+        an `id` (0 for another table), else the number of rows changed."""
         return self._b.write(sql, args)
 
     def insert(self, sql: str, args: Args = ()) -> int:

@@ -23,7 +23,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from core.errors import ConfigError
 from core.settings.cluster import SETTING, redact_url, scrub
 from services.store import Args, StoreError
-from services.store_schema import MIGRATIONS, MIGRATIONS_TABLE, POSTGRES
+from services.store_schema import ID_TABLES, MIGRATIONS, MIGRATIONS_TABLE, POSTGRES
 
 #: The advisory lock the migrating process holds (one per database; any constant of our own).
 MIGRATE_LOCK = 0x616E_6961_0001
@@ -31,6 +31,7 @@ MIGRATE_LOCK = 0x616E_6961_0001
 POOL_MAX = 10
 CONNECT_TIMEOUT_SEC = 10
 _LITERAL = re.compile(r"('(?:[^']|'')*')")
+_INSERT_INTO = re.compile(r"\s*INSERT\s+INTO\s+(\w+)", re.IGNORECASE)
 
 
 @lru_cache(maxsize=1024)
@@ -61,6 +62,16 @@ class PgTx:
             raise StoreError(scrub(str(e), self._url)) from None
 
     def write(self, sql: str, args: Args = ()) -> int:
+        """As on SQLite: an INSERT into a table with an `id` gives the new id (another INSERT 0)."""
+        into = _INSERT_INTO.match(sql)
+        if into is None:
+            return self._run(sql, args)
+        if into[1].lower() in ID_TABLES:
+            return self.insert(sql, args)
+        self._run(sql, args)
+        return 0
+
+    def _run(self, sql: str, args: Args) -> int:
         try:
             return int(self.conn.execute(to_pyformat(sql), _args(args)).rowcount)
         except psycopg.Error as e:
