@@ -21,7 +21,7 @@ from services.clock.zones import local_zone
 from services.commands import CommandStore
 from services.configure.edit import ConfigEditor
 from services.container import Services
-from services.datadir import make_private
+from services.datadir import BOT_LOCK, make_private
 from services.flow import Inbox
 from services.gates.admins import Admins
 from services.gates.approvals import Approvals
@@ -120,7 +120,7 @@ async def build_services(
         hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
         outboxes=outboxes, approvals=Approvals(settings, admins, outboxes.send, timeout_sec=approval_timeout_sec),
         plan_mode=PlanMode(store), todos=TodoStore(store), teams=TeamStore(store), subagents=subagents,
-        clock=ClockService(store, settings, outboxes, subagents, paths.data_dir / "clock.lock"),
+        clock=ClockService(store, settings, outboxes, subagents, paths.data_dir / BOT_LOCK),
         skills=skills, skill_installer=SkillInstaller(skills, paths.data_dir / "skills", settings.skills, store),
         commands=commands, persona=load_persona(paths.config_dir, settings),
         config=ConfigEditor(paths, settings, store, commands), knowledge=knowledge,

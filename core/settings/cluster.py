@@ -45,24 +45,25 @@ def password_of(url: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """The URL to show: its password replaced by `***` (one that does not parse is not shown at all)."""
+    """The URL to show: its password (before the host or as `?password=`) replaced by `***`; one that does not
+    parse is not shown at all."""
     try:
         parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
     except ValueError:
         return "(a URL that does not parse)"
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    netloc = f"{userinfo.partition(':')[0]}:{HIDDEN}@{hostport}" if at and ":" in userinfo else parts.netloc
     query = urlencode([(k, HIDDEN if k == "password" else v) for k, v in parse_qsl(parts.query)], safe="*")
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = f"{parts.username or ''}:{HIDDEN}@{host}" + (f":{port}" if port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    shown = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    secret = password_of(url)
+    return shown.replace(secret, HIDDEN) if secret else shown  # nowhere else either (a value repeated by mistake)
 
 
 def scrub(text: str, url: str) -> str:
-    """`text` (a driver's message) with the URL and its password replaced: some messages quote the conninfo."""
+    """`text` (a driver's message) on one line, with the URL and its password replaced: some messages quote
+    the conninfo."""
     text = text.replace(url, redact_url(url))
     for secret in {password_of(url), unquote(password_of(url))}:
         if secret:
             text = text.replace(secret, HIDDEN)
-    return text
+    return " ".join(text.split())
