@@ -30,7 +30,7 @@ from nodes.gates import HOOK_BLOCKED, PLAN_BLOCKED
 from nodes.prompt import user_message
 from nodes.recall import RECALLED
 from services.container import Services
-from services.store import STORE_ERRORS
+from services.store import WRITE_REFUSED
 from services.usage import EMPTY, Batch, MessageLimits
 
 log = logging.getLogger("ania.turn")
@@ -65,12 +65,12 @@ async def open_turn(services: Services, graph: CompiledStateGraph[Any, Any, Any,
         try:
             record.qid = services.queries.start(session, user, text, trigger=trigger, thread=session,
                                                 checkpoint=record.checkpoint, batch=batch)
-        except (*STORE_ERRORS, OSError) as e:  # disk full or locked: the turn goes on without its row
+        except WRITE_REFUSED as e:  # disk full or locked: the turn goes on without its row
             log.error("could not open the query-log row of %s's turn (it goes on unlogged): %s", session, e)
     else:
         try:
             services.queries.start(session, user, text, batch=batch)  # the log is off: the inbox rows still go
-        except (*STORE_ERRORS, OSError) as e:
+        except WRITE_REFUSED as e:
             log.error("could not take %s's messages out of the inbox (the turn goes on): %s", session, e)
     return record
 

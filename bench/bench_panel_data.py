@@ -70,7 +70,7 @@ def seed_queries(ours: Ours, n: int, now: float) -> None:
                      "call_count": len(calls), "thread": "", "checkpoint": "", "reply": "a reply " * 10, "pid": 0})
     store = ours.engine.services.store
     cols = list(rows[0])
-    sql = f"INSERT INTO query_log ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"  # noqa: S608 - our own column names
+    sql = f"INSERT INTO query_log ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
     with store.transaction() as tx:
         for row in rows:
             tx.write(sql, [row[c] for c in cols])

@@ -28,9 +28,10 @@ class StoreError(Exception):
     """A Postgres store refused a statement (its driver's error, chained). SQLite's stay sqlite3.Error."""
 
 
-#: What a store's refusal may raise (disk full, locked, the server gone): callers that go on without the row
-#: catch these.
-STORE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, StoreError)
+#: What a store's refusal may raise (locked, a constraint, the server gone).
+STORE_ERRORS = (sqlite3.Error, StoreError)
+#: The same and the file system's (disk full, a read-only directory): callers that go on without the row.
+WRITE_REFUSED = (sqlite3.Error, StoreError, OSError)
 
 #: Sessions remembered as having no started calls (beyond that the set starts over: a few more DELETEs).
 MAX_KNOWN_EMPTY = 4096
@@ -46,6 +47,8 @@ class Tx(Protocol):
 
 class Backend(Tx, Protocol):
     dialect: Dialect
+
+    def first(self, sql: str, args: Args = ()) -> tuple[Any, ...] | None: ...
 
     def transaction(self) -> Any: ...  # a context manager yielding a Tx
     def close(self) -> None: ...
@@ -99,6 +102,11 @@ class SqliteBackend:
     def query(self, sql: str, args: Args = ()) -> list[dict[str, Any]]:
         with self._lock:
             return self._tx.query(sql, args)
+
+    def first(self, sql: str, args: Args = ()) -> tuple[Any, ...] | None:
+        with self._lock:
+            row: tuple[Any, ...] | None = self.conn.execute(sql, args).fetchone()
+            return row
 
     def write(self, sql: str, args: Args = ()) -> int:
         with self._lock:
@@ -166,10 +174,10 @@ class AppStore:
 
     # --- KV -------------------------------------------------------------------------------
     def kv_get(self, key: str, default: Any = None) -> Any:
-        rows = self._b.query("SELECT value, expires_at FROM kv WHERE key = ?", [key])
-        if not rows or (rows[0]["expires_at"] is not None and rows[0]["expires_at"] < time.time()):
+        row = self._b.first("SELECT value, expires_at FROM kv WHERE key = ?", [key])
+        if row is None or (row[1] is not None and row[1] < time.time()):
             return default
-        return json.loads(rows[0]["value"])
+        return json.loads(row[0])
 
     def kv_set(self, key: str, value: Any, ttl_sec: float | None = None) -> None:
         expires = None if ttl_sec is None else time.time() + ttl_sec

@@ -117,6 +117,10 @@ class PostgresBackend:
         with self._conn() as tx:
             return tx.query(sql, args)
 
+    def first(self, sql: str, args: Args = ()) -> tuple[Any, ...] | None:
+        found = self.query(sql, args)
+        return tuple(found[0].values()) if found else None
+
     def write(self, sql: str, args: Args = ()) -> int:
         with self._conn() as tx:
             return tx.write(sql, args)
@@ -151,7 +155,7 @@ def migrate(conn: psycopg.Connection[Any]) -> list[str]:
                 continue
             with conn.transaction():
                 for statement in fn(POSTGRES):
-                    conn.execute(POSTGRES.ddl(statement))  # type: ignore[call-overload] # our own constant DDL
+                    conn.execute(POSTGRES.ddl(statement))
                 conn.execute("INSERT INTO _migrations (name, ts) VALUES (%s, extract(epoch FROM now()))", [name])
             applied.append(name)
     finally:

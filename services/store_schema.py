@@ -41,8 +41,8 @@ class Dialect:
     def json_list_has(self, column: str, key: str) -> str:
         """A condition: the JSON list of objects in `column` has one whose `key` equals the one `?` value."""
         if self.postgres:
-            return f"EXISTS (SELECT 1 FROM json_array_elements({column}::json) AS e WHERE e->>'{key}' = ?)"
-        return f"EXISTS (SELECT 1 FROM json_each({column}) WHERE json_extract(value, '$.{key}') = ?)"
+            return f"EXISTS (SELECT 1 FROM json_array_elements({column}::json) AS e WHERE e->>'{key}' = ?)"  # noqa: S608 - our own column and key names
+        return f"EXISTS (SELECT 1 FROM json_each({column}) WHERE json_extract(value, '$.{key}') = ?)"  # noqa: S608 - as above
 
     def unindexed(self, column: str) -> str:
         """`column` in a condition the planner must not answer from its own index (SQLite's unary +; Postgres
@@ -91,9 +91,10 @@ def _m004_clock(d: Dialect) -> list[str]:
         "CREATE INDEX clock_tasks_session ON clock_tasks (session)",
         f"""CREATE TABLE clock_runs (
         id TEXT PRIMARY KEY, task_id INTEGER NOT NULL, session TEXT NOT NULL, task_name TEXT NOT NULL,
-        status TEXT NOT NULL, scheduled REAL NOT NULL, started REAL, ended REAL, tool_calls TEXT NOT NULL DEFAULT '[]',
-        tool_call_count INTEGER NOT NULL DEFAULT 0, usage TEXT NOT NULL DEFAULT '{{}}', reply TEXT NOT NULL DEFAULT '',
-        detail TEXT NOT NULL DEFAULT '', delivered INTEGER NOT NULL DEFAULT 0, thread TEXT NOT NULL DEFAULT ''{rowid})""",
+        status TEXT NOT NULL, scheduled REAL NOT NULL, started REAL, ended REAL,
+        tool_calls TEXT NOT NULL DEFAULT '[]', tool_call_count INTEGER NOT NULL DEFAULT 0,
+        usage TEXT NOT NULL DEFAULT '{{}}', reply TEXT NOT NULL DEFAULT '', detail TEXT NOT NULL DEFAULT '',
+        delivered INTEGER NOT NULL DEFAULT 0, thread TEXT NOT NULL DEFAULT ''{rowid})""",
         "CREATE INDEX clock_runs_task ON clock_runs (task_id, scheduled)",
         "CREATE INDEX clock_runs_session ON clock_runs (session, scheduled)",
         "CREATE INDEX clock_runs_status ON clock_runs (status)",

@@ -43,7 +43,7 @@ def ania(tmp_path: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[
 def sqlite_rows(path: Path, table: str) -> list[tuple[Any, ...]]:
     conn = sqlite3.connect(path)
     try:
-        return conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()  # noqa: S608 - our table names
+        return conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
     finally:
         conn.close()
 
@@ -51,7 +51,7 @@ def sqlite_rows(path: Path, table: str) -> list[tuple[Any, ...]]:
 def pg_rows(url: str, table: str, columns: int) -> list[tuple[Any, ...]]:
     order = "rowid" if table == "clock_runs" else "1, 2" if table == "started_calls" else "1"
     with psycopg.connect(url) as conn:
-        return [tuple(r[:columns]) for r in conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()]  # noqa: S608
+        return [tuple(r[:columns]) for r in conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()]
 
 
 async def write_data_dir(llm: ScriptedOpenAI, tmp_path: Path) -> None:

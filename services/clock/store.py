@@ -31,7 +31,8 @@ class ClockStore:
     def add(self, values: Mapping[str, Any]) -> int:
         cols = ", ".join(TASK_COLUMNS)
         marks = ", ".join("?" for _ in TASK_COLUMNS)
-        return self._store.insert(f"INSERT INTO clock_tasks ({cols}) VALUES ({marks})", [values[c] for c in TASK_COLUMNS])  # noqa: S608 - constant TASK_COLUMNS, values as ? placeholders
+        return self._store.insert(f"INSERT INTO clock_tasks ({cols}) VALUES ({marks})",  # noqa: S608 - constant TASK_COLUMNS, values as ? placeholders
+                                  [values[c] for c in TASK_COLUMNS])
 
     def rows(self, session: str | None = None) -> list[dict[str, Any]]:
         """Raw task rows, by id (the service turns them into tasks and reports the ones that are not)."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.settings import LogsSettings
-from services.store import STORE_ERRORS, AppStore
+from services.store import WRITE_REFUSED, AppStore
 from services.store_schema import SQLITE, Dialect
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ class QueryLog:
         try:
             return self._settle(batch, [now, now, session, sender, trigger, cut(text, self.settings.input_chars),
                                              status, session, cut(reply, REPLY_CHARS), os.getpid(), *batch.columns()])
-        except (*STORE_ERRORS, OSError) as e:
+        except WRITE_REFUSED as e:
             log.error("could not write the %s row of a message in %s: %s", status, session, e)
             return 0
 
