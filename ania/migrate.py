@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+import sqlite_utils
 from psycopg import sql
 
 from core.errors import RunError
@@ -41,11 +42,12 @@ class Kind:
     copy: Callable[[Path, str, Say], int]
 
 
-def _tables(src: sqlite3.Connection) -> list[str]:
-    """The store's tables in the SQLite file, in their creation order (the bookkeeping ones left out)."""
-    rows = src.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN "
-                       "('_migrations', 'sqlite_sequence') AND name NOT LIKE 'sqlite_%' ORDER BY rowid").fetchall()
-    return [r[0] for r in rows]
+def _tables(src: sqlite3.Connection) -> dict[str, list[str]]:
+    """The store's tables in the SQLite file with their columns, in their creation order (the bookkeeping
+    ones left out)."""
+    db = sqlite_utils.Database(src)
+    return {t: [c.name for c in db.table(t).columns] for t in db.table_names()
+            if t != "_migrations" and not t.startswith("sqlite_")}
 
 
 def _target_tables(conn: psycopg.Connection[tuple[object, ...]]) -> dict[str, list[str]]:
@@ -85,11 +87,11 @@ def copy_app_store(data_dir: Path, url: str, say: Say) -> int:
         used = dict(src.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
         with psycopg.connect(url) as conn, conn.transaction():
             target = _target_tables(conn)
-            for table in _tables(src):
+            for table, columns in _tables(src).items():
                 if table not in target:
                     say(f"  {table}: not a table of this version's store, left out")
                     continue
-                total += _copy_table(src, conn, table, [c for c in _columns(src, table) if c in target[table]], say)
+                total += _copy_table(src, conn, table, [c for c in columns if c in target[table]], say)
                 if table in ID_TABLES:
                     conn.execute(sql.SQL("SELECT setval(pg_get_serial_sequence({t}, 'id'), greatest(max(id), {u}), "
                                          "true) FROM {i} HAVING greatest(max(id), {u}) > 0").format(
@@ -97,10 +99,6 @@ def copy_app_store(data_dir: Path, url: str, say: Say) -> int:
     finally:
         src.close()
     return total
-
-
-def _columns(src: sqlite3.Connection, table: str) -> list[str]:
-    return [r[1] for r in src.execute(f"PRAGMA table_info({table})")]
 
 
 def _copy_table(src: sqlite3.Connection, conn: psycopg.Connection[tuple[object, ...]], table: str,

@@ -79,3 +79,24 @@ def test_processes_starting_together_migrate_one_postgres_once(pg_url: str, tmp_
     with psycopg.connect(pg_url) as conn:
         applied = [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY name").fetchall()]
     assert applied == [name for name, _ in MIGRATIONS]
+
+
+def test_text_sorts_bytewise_in_a_database_made_with_a_language_locale(pg_url: str, tmp_path: Path) -> None:  # noqa: F811
+    """An operator's database is often made with en_US or zh_CN collation, where `Zeta` sorts after `alpha`
+    and punctuation is nearly ignored; the store's columns sort as SQLite does all the same (the quota's key
+    ranges depend on it)."""
+    name = pg_url.rsplit("/", 1)[1] + "_icu"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'")
+        in_locale = conn.execute("SELECT x FROM (VALUES ('alpha'), ('Zeta')) AS t(x) ORDER BY x COLLATE \"en-US-x-icu\"")
+        assert in_locale.fetchall() == [("alpha",), ("Zeta",)]  # what the locale alone would do
+    store = open_store(tmp_path, pg_url.rsplit("/", 1)[0] + "/" + name)
+    try:
+        keys = ["alpha", "Zeta", "daily:2026-01-02:g:1", "daily:2026-01-02;", "daily:2026-01-021"]
+        for k in keys:
+            store.kv_set(k, 0)
+        assert [r["key"] for r in store.query("SELECT key FROM kv ORDER BY key")] == sorted(keys)
+        assert [r["key"] for r in store.query("SELECT key FROM kv WHERE key >= ? AND key < ?",
+                                              ["daily:2026-01-02:", "daily:2026-01-02;"])] == ["daily:2026-01-02:g:1"]
+    finally:
+        store.close()
