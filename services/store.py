@@ -13,45 +13,20 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from services.files import file_lock
-from services.store_schema import MIGRATIONS, MIGRATIONS_TABLE, SQLITE, Dialect
+from services.store_base import STORE_ERRORS, WRITE_REFUSED, Args, Backend, StoreError, Tx
+from services.store_schema import MIGRATIONS, MIGRATIONS_TABLE, SQLITE
 
-Args = Sequence[Any]
-
-
-class StoreError(Exception):
-    """A Postgres store refused a statement (its driver's error, chained). SQLite's stay sqlite3.Error."""
-
-
-#: What a store's refusal may raise (locked, a constraint, the server gone).
-STORE_ERRORS = (sqlite3.Error, StoreError)
-#: The same and the file system's (disk full, a read-only directory): callers that go on without the row.
-WRITE_REFUSED = (sqlite3.Error, StoreError, OSError)
+__all__ = ["MAX_KNOWN_EMPTY", "STORE_ERRORS", "WRITE_REFUSED", "AppStore", "Args", "Backend", "SqliteBackend",
+           "StoreError", "Tx", "open_store"]
 
 #: Sessions remembered as having no started calls (beyond that the set starts over: a few more DELETEs).
 MAX_KNOWN_EMPTY = 4096
-
-
-class Tx(Protocol):
-    """Statements on one connection: inside `transaction()` they commit together or not at all."""
-
-    def query(self, sql: str, args: Args = ()) -> list[dict[str, Any]]: ...
-    def write(self, sql: str, args: Args = ()) -> int: ...
-    def insert(self, sql: str, args: Args = ()) -> int: ...
-
-
-class Backend(Tx, Protocol):
-    dialect: Dialect
-
-    def first(self, sql: str, args: Args = ()) -> tuple[Any, ...] | None: ...
-
-    def transaction(self) -> Any: ...  # a context manager yielding a Tx
-    def close(self) -> None: ...
 
 
 class SqliteTx:

@@ -22,7 +22,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.errors import ConfigError
 from core.settings.cluster import SETTING, redact_url, scrub
-from services.store import Args, StoreError
+from services.store_base import Args, StoreError
 from services.store_schema import ID_TABLES, MIGRATIONS, MIGRATIONS_TABLE, POSTGRES
 
 #: The advisory lock the migrating process holds (one per database; any constant of our own).
