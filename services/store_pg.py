@@ -30,6 +30,9 @@ MIGRATE_LOCK = 0x616E_6961_0001
 #: Connections kept by one process: the event loop's thread and the worker threads the store is called from.
 POOL_MAX = 10
 CONNECT_TIMEOUT_SEC = 10
+#: How long a call waits for a pooled connection (all busy, or the server gone) before it fails: the calls
+#: run on the event loop's thread, as SQLite's do, whose busy timeout is the same 5 s.
+POOL_WAIT_SEC = 5.0
 _LITERAL = re.compile(r"('(?:[^']|'')*')")
 _INSERT_INTO = re.compile(r"\s*INSERT\s+INTO\s+(\w+)", re.IGNORECASE)
 
@@ -99,7 +102,7 @@ class PostgresBackend:
         except psycopg.Error as e:
             raise ConfigError(f"{setting}: cannot use the Postgres database {self.shown}: "
                               f"{scrub(str(e), url).strip()}") from None
-        self.pool = ConnectionPool(url, min_size=1, max_size=max_size, open=True, timeout=30, name="ania-store",
+        self.pool = ConnectionPool(url, min_size=1, max_size=max_size, open=True, timeout=POOL_WAIT_SEC, name="ania-store",
                                    kwargs={"autocommit": True, "row_factory": dict_row,
                                            "connect_timeout": CONNECT_TIMEOUT_SEC})
 

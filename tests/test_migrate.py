@@ -82,8 +82,10 @@ async def test_migrate_copies_every_table_and_a_bot_then_runs_on_postgres(
     before = {t: sqlite_rows(db, t) for t in TABLES}
     assert all(before[t] for t in ("kv", "op_log", "started_calls", "clock_tasks", "clock_runs", "query_log"))
 
-    done = ania(tmp_path, "migrate", "--to", pg_url)
+    url = pg_url.replace("postgresql://ania@", f"postgresql://ania:{SECRET}@")  # the test server ignores it
+    done = ania(tmp_path, "migrate", "--to", url)
     assert done.returncode == 0, done.stderr
+    assert SECRET not in done.stdout + done.stderr and "ania:***@127.0.0.1" in done.stdout
     lines = done.stdout.splitlines()
     assert lines[0].startswith("copying the app store's tables (data/ania.db) into postgresql://")
     assert f"  query_log: {len(before['query_log'])} rows" in lines and lines[-1].startswith("done: ")
