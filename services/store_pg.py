@@ -102,7 +102,8 @@ class PostgresBackend:
         except psycopg.Error as e:
             raise ConfigError(f"{setting}: cannot use the Postgres database {self.shown}: "
                               f"{scrub(str(e), url).strip()}") from None
-        self.pool = ConnectionPool(url, min_size=1, max_size=max_size, open=True, timeout=POOL_WAIT_SEC, name="ania-store",
+        self.pool = ConnectionPool(url, min_size=1, max_size=max_size, open=True, timeout=POOL_WAIT_SEC,
+                                   name="ania-store",
                                    kwargs={"autocommit": True, "row_factory": dict_row,
                                            "connect_timeout": CONNECT_TIMEOUT_SEC})
 
