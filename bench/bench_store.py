@@ -2,7 +2,8 @@
 
 Both stores are opened the way the bot opens them (`open_store`): `data/ania.db` in a temporary directory
 (WAL, synchronous=NORMAL), and a fresh database on a throwaway Postgres on loopback
-(ania/localservers/postgres.py, started here with its defaults: fsync on, as a real server). Each
+(ania/localservers/postgres.py, started here with its defaults: fsync on, as a real server; and a second
+database on it with synchronous_commit off, which separates the round trip from the commit's flush). Each
 operation runs N times in a round; rounds alternate the two sides; the median of the rounds' means is
 shown, in µs per call, with the ratio Postgres / SQLite. The Postgres store is synchronous (psycopg 3, a
 pooled connection per call): each call is one round trip, and a turn makes about five such calls
@@ -17,6 +18,8 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import psycopg
 
 from ania.localservers.postgres import LocalPostgres, PostgresUnavailable
 from bench.common import table
@@ -64,7 +67,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            stores = {"sqlite": open_store(Path(tmp)), "postgres": open_store(Path(tmp), server.url)}
+            lazy = server.create_database("ania_lazy")
+            with psycopg.connect(lazy, autocommit=True) as conn:
+                conn.execute("ALTER DATABASE ania_lazy SET synchronous_commit = off")
+            stores = {"sqlite": open_store(Path(tmp)), "postgres": open_store(Path(tmp), server.url),
+                      "lazy": open_store(Path(tmp), lazy)}
             try:
                 got = measure(stores, args.store_calls, args.store_rounds)
             finally:
@@ -73,9 +80,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     finally:
         server.stop()
     rows = [[op, f"{got[(op, 'sqlite')]:.1f}", f"{got[(op, 'postgres')]:.1f}",
-             f"{got[(op, 'postgres')] / got[(op, 'sqlite')]:.1f}x"] for op in OPS]
-    print(f"{args.store_rounds} alternating rounds of {args.store_calls} calls, median of the rounds' means:")
-    print(table(["operation", "SQLite µs/call", "Postgres µs/call", "Postgres / SQLite"], rows))
+             f"{got[(op, 'postgres')] / got[(op, 'sqlite')]:.1f}x", f"{got[(op, 'lazy')]:.1f}",
+             f"{got[(op, 'lazy')] / got[(op, 'sqlite')]:.1f}x"] for op in OPS]
+    print(f"{args.store_rounds} alternating rounds of {args.store_calls} calls, median of the rounds' means "
+          "(lazy: the same server, synchronous_commit = off, so a write is the round trip without its flush):")
+    print(table(["operation", "SQLite µs/call", "Postgres µs/call", "Postgres / SQLite", "lazy µs/call",
+                 "lazy / SQLite"], rows))
 
 
 if __name__ == "__main__":
