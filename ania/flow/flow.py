@@ -11,15 +11,19 @@ had taken and no turn had answered.
 from __future__ import annotations
 
 import asyncio
+import logging
+import sqlite3
 import time
 from collections.abc import Callable
 
 from ania.engine import Engine, TurnResult
-from ania.flow.chats import Chats
+from ania.flow.chats import Chats, settle
 from ania.flow.message import Waiting
 from services.context import CallbackBridge
 from services.flow import Buckets, Notices
 from services.usage import Batch, pid_alive
+
+log = logging.getLogger(__name__)
 
 RATE_LIMITED = ("You are sending messages faster than I can answer: more than {rate:g} a minute in this chat are "
                 "not answered. (This notice comes at most once every {window:g} s.)")
@@ -50,7 +54,12 @@ class Flow:
         if refusal:
             await self._refuse(session_key, user_id, body, bridge, trigger, message_id, refusal)
             return None
-        inbox_id = services.inbox.record(session_key, user_id, body, message_id=message_id, trigger=trigger)
+        try:
+            inbox_id = services.inbox.record(session_key, user_id, body, message_id=message_id, trigger=trigger)
+        except (sqlite3.Error, OSError) as e:  # disk full or locked: answered all the same, only not durably
+            log.error("could not record a message of %s in the inbox (it is answered, but a kill -9 before its "
+                      "turn loses it): %s", session_key, e)
+            inbox_id = 0
         return self._queue(session_key, user_id, body, bridge, trigger, message_id, inbox_id, time.time())
 
     def _queue(self, session_key: str, user_id: str, body: str, bridge: CallbackBridge, trigger: str,
@@ -68,8 +77,8 @@ class Flow:
             notice = (QUEUE_FULL.format(n=self.chats.waiting(session_key), window=flow.notice_window_sec)
                       if status == "queue_full" else
                       RATE_LIMITED.format(rate=flow.member_rate_per_min, window=flow.notice_window_sec))
-        self.engine.services.queries.settled(session_key, user_id, body, status, reply=notice, trigger=trigger,
-                                             batch=Batch((message_id,) if message_id else (), (user_id,)))
+        settle(self.engine, session_key, user_id, body, status, reply=notice, trigger=trigger,
+               batch=Batch((message_id,) if message_id else (), (user_id,)))
         if notice:
             await bridge.send_text(notice)
 

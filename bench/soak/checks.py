@@ -20,10 +20,13 @@ from typing import Any
 
 from ania.engine import TURN_FAILED
 from bench.soak.bot import BotProcess, Sample, run_cli
+from bench.soak.ledger import marker_by_id, row_markers
 from bench.soak.model import markers_of
 
 IN_FLIGHT_SEC = 1.0
-SETTLED = {"error", "timeout", "stopped", "interrupted", "quota", "rate_limit", "limit"}
+#: A query-log row saying why a message got no answer of its own: the turn's end, or (issue 23's flow) the
+#: message refused at the door or dropped by /stop while it waited.
+SETTLED = {"error", "timeout", "stopped", "interrupted", "quota", "rate_limited", "queue_full"}
 EVERY = re.compile(r"@every (\d+)s")
 MISSED_RUNS = re.compile(r"(\d+) run\(s\) due while the bot was down")
 NOTICE = TURN_FAILED.split(" ({")[0]  # "Sorry, something went wrong on my side"
@@ -36,12 +39,6 @@ class Check:
     figure: str
 
 
-def query_rows(data: Path) -> list[dict[str, Any]]:
-    with sqlite3.connect(data / "ania.db") as db:
-        db.row_factory = sqlite3.Row
-        return [dict(r) for r in db.execute("SELECT session, trigger, input, status, started, reply FROM query_log")]
-
-
 def in_flight(sent: float, kills: list[float], closes: list[float]) -> bool:
     """Sent up to IN_FLIGHT_SEC before a kill -9, or between the kill and the moment the fake saw the link
     close: the bot may never have read it."""
@@ -52,10 +49,12 @@ def in_flight(sent: float, kills: list[float], closes: list[float]) -> bool:
     return False
 
 
-def reply_times(record: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[dict[str, list[float]],
-                                                                          dict[str, list[str]], set[int]]:
-    """marker → when the chat received an answer to it (its marker in a reply, or its row's reply, such as a
-    notice, reaching the chat); marker → the statuses of its query-log rows; the replies so claimed."""
+def reply_times(record: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[
+        dict[str, list[float]], dict[str, list[str]], set[int], set[str]]:
+    """marker → when the chat received an answer to it (its marker in a reply: a batch's answer names every
+    marker of the batch; or its row's reply, such as a notice, reaching the chat); marker → the statuses of
+    the query-log rows that account for it (ledger.row_markers: by `message_ids`, or its input); the replies
+    so claimed; the markers whose answer is their row's notice."""
     replies: dict[str, list[float]] = {}
     claimed: set[int] = set()
     for i, r in enumerate(record["replies"]):
@@ -63,8 +62,10 @@ def reply_times(record: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[dic
             replies.setdefault(marker, []).append(r["at"])
             claimed.add(i)
     statuses: dict[str, list[str]] = {}
+    noticed: set[str] = set()
+    by_id = marker_by_id(record)
     for row in rows:
-        for marker in set(markers_of(row["input"] or "")):
+        for marker in sorted(row_markers(row, by_id)):
             statuses.setdefault(marker, []).append(row["status"])
             notice = (row["reply"] or "")[:200]
             if notice and marker not in replies:
@@ -73,7 +74,8 @@ def reply_times(record: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[dic
                 if got:
                     replies[marker] = [record["replies"][got[0]]["at"]]
                     claimed.add(got[0])
-    return replies, statuses, claimed
+                    noticed.add(marker)
+    return replies, statuses, claimed, noticed
 
 
 def unlogged_notice(record: dict[str, Any], m: dict[str, Any], claimed: set[int]) -> bool:
@@ -87,8 +89,9 @@ def unlogged_notice(record: dict[str, Any], m: dict[str, Any], claimed: set[int]
 
 
 def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[float]) -> dict[str, Any]:
-    """Each marked message's outcome: replied, settled (a row says why not), in flight at a kill, or lost."""
-    replies, statuses, claimed = reply_times(record, rows)
+    """Each marked message's outcome: replied, settled (a row says why not: its notice, when one is due, is
+    claimed too), in flight at a kill, or lost."""
+    replies, statuses, claimed, noticed = reply_times(record, rows)
     lost, doubled, latency = [], [], {}
     category: dict[str, str] = {}
     unanswered = []
@@ -99,13 +102,14 @@ def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[flo
         got = replies.get(marker, [])
         if len(got) > 1:
             doubled.append(marker)
+        settled = SETTLED & set(statuses.get(marker, []))
         if not m["delivered"]:
             category[marker] = "not delivered (link down)"
-        elif got:
+        elif got and not (marker in noticed and settled):
             category[marker] = "replied"
             latency[marker] = min(got) - m["at"]
-        elif SETTLED & set(statuses.get(marker, [])):
-            category[marker] = "settled: " + "/".join(sorted(SETTLED & set(statuses[marker])))
+        elif settled:
+            category[marker] = "settled: " + "/".join(sorted(settled))
         elif in_flight(m["at"], kills, record.get("closes", [])):
             category[marker] = "in flight at a kill -9"
         else:
