@@ -85,3 +85,15 @@ def test_a_batch_answers_each_of_its_messages_and_refusals_and_stops_are_outcome
     assert tally == {"batch of several": 1, "none": 1, "wrong": 1} and wrong == ["#m6 quoted #m1"]
     assert ledger.notices_per_window(rows, 60.0, kills=[]) == (2, 2, ["40 in g:1"])
     assert ledger.notices_per_window(rows, 60.0, kills=[10.0]) == (2, 2, [])
+
+
+def test_a_batchs_notice_answers_every_message_of_the_batch():
+    """Found by seed 11: a batch whose answer is a notice (the model's empty answer) gave it to one of its
+    messages only, and the other counted as lost."""
+    sent = [{"marker": m, "chat": "g:1", "kind": "mention", "at": 1.0, "delivered": True, "mid": mid}
+            for m, mid in (("#m8", "108"), ("#m15", "115"))]
+    notice = "Sorry, the model gave an empty answer."
+    record = {"messages": sent, "closes": [], "replies": [{"chat": "g:1", "text": notice, "at": 2.5, "quote": "115"}]}
+    rows = [{"id": 1, "session": "g:1", "sender": "40", "input": "[2 messages arrived ...]", "status": "success",
+             "started": 2.1, "reply": notice, "message_ids": ["108", "115"], "senders": ["40", "41"]}]
+    assert outcomes(record, rows, kills=[])["category"] == {"#m8": "replied", "#m15": "replied"}

@@ -65,15 +65,18 @@ def reply_times(record: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[
     noticed: set[str] = set()
     by_id = marker_by_id(record)
     for row in rows:
-        for marker in sorted(row_markers(row, by_id)):
+        markers = row_markers(row, by_id)
+        for marker in markers:
             statuses.setdefault(marker, []).append(row["status"])
-            notice = (row["reply"] or "")[:200]
-            if notice and marker not in replies:
-                got = [i for i, r in enumerate(record["replies"]) if i not in claimed and r["chat"] == row["session"]
-                       and r["at"] >= row["started"] and r["text"].startswith(notice)]
-                if got:
+        notice = (row["reply"] or "")[:200]
+        waiting = [m for m in markers if m not in replies]  # a batch's notice answers each of its messages
+        if notice and waiting:
+            got = [i for i, r in enumerate(record["replies"]) if i not in claimed and r["chat"] == row["session"]
+                   and r["at"] >= row["started"] and r["text"].startswith(notice)]
+            if got:
+                claimed.add(got[0])
+                for marker in waiting:
                     replies[marker] = [record["replies"][got[0]]["at"]]
-                    claimed.add(got[0])
                     noticed.add(marker)
     return replies, statuses, claimed, noticed
 

@@ -100,6 +100,7 @@ def soak(args: argparse.Namespace, work: Path) -> bool:
         drive(plan, bot, start, kills, notes, refused)
         stopped = time.time()
         (work / "samples.json").write_text(json.dumps([vars(x) for x in bot.samples]))
+        (work / "faults.json").write_text(json.dumps({"kills": kills, "refused": refused, "notes": notes}))
         code = bot.stop()
         notes.setdefault("clean stop", []).append(f"exit {code}")
         onebot.terminate()
