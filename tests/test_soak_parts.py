@@ -97,3 +97,14 @@ def test_a_batchs_notice_answers_every_message_of_the_batch():
     rows = [{"id": 1, "session": "g:1", "sender": "40", "input": "[2 messages arrived ...]", "status": "success",
              "started": 2.1, "reply": notice, "message_ids": ["108", "115"], "senders": ["40", "41"]}]
     assert outcomes(record, rows, kills=[])["category"] == {"#m8": "replied", "#m15": "replied"}
+
+
+def test_a_refusal_notice_without_its_row_is_counted_as_refused_while_writes_were():
+    """Found by seed 5: a message rate-limited while the data directory refused writes got its notice (quoting
+    it) and no row; it is refused, not lost. A message with neither stays lost."""
+    sent = [{"marker": m, "chat": "g:1", "kind": "mention", "at": 1.0, "delivered": True, "mid": mid}
+            for m, mid in (("#m36", "1090"), ("#m37", "1091"))]
+    notice = "You are sending messages faster than I can answer: more than 20 a minute in this chat are not answered."
+    record = {"messages": sent, "closes": [], "replies": [{"chat": "g:1", "text": notice, "at": 1.1, "quote": "1090"}]}
+    out = outcomes(record, [], kills=[])
+    assert out["category"] == {"#m36": "refusal notice, no row (writes refused)", "#m37": "lost"}

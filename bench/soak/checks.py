@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ania.engine import TURN_FAILED
+from ania.flow.flow import QUEUE_FULL, RATE_LIMITED
 from bench.soak.bot import BotProcess, Sample, run_cli
 from bench.soak.ledger import marker_by_id, row_markers
 from bench.soak.model import markers_of
@@ -30,6 +31,7 @@ SETTLED = {"error", "timeout", "stopped", "interrupted", "quota", "rate_limited"
 EVERY = re.compile(r"@every (\d+)s")
 MISSED_RUNS = re.compile(r"(\d+) run\(s\) due while the bot was down")
 NOTICE = TURN_FAILED.split(" ({")[0]  # "Sorry, something went wrong on my side"
+REFUSAL_NOTICES = (RATE_LIMITED.split("{")[0], QUEUE_FULL.split("}")[1].split("{")[0])
 
 
 @dataclass
@@ -91,6 +93,17 @@ def unlogged_notice(record: dict[str, Any], m: dict[str, Any], claimed: set[int]
     return False
 
 
+def unlogged_refusal(record: dict[str, Any], m: dict[str, Any], claimed: set[int]) -> bool:
+    """A rate-limit or full-queue notice quoting the message, that no row claims: it was refused while the
+    data directory refused writes (the notice goes out, its row cannot be written). Claimed here, once."""
+    for i, r in enumerate(record["replies"]):
+        if (i not in claimed and m.get("mid") and r.get("quote") == m["mid"]
+                and any(part in r["text"] for part in REFUSAL_NOTICES)):
+            claimed.add(i)
+            return True
+    return False
+
+
 def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[float]) -> dict[str, Any]:
     """Each marked message's outcome: replied, settled (a row says why not: its notice, when one is due, is
     claimed too), in flight at a kill, or lost."""
@@ -123,6 +136,8 @@ def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[flo
         marker = m["marker"]
         if unlogged_notice(record, m, claimed):
             category[marker] = "failure notice, no row (writes refused)"
+        elif unlogged_refusal(record, m, claimed):
+            category[marker] = "refusal notice, no row (writes refused)"
         else:
             category[marker] = "lost"
             lost.append(f"{marker} ({m['kind']} in {m['chat']} at {m['at']:.1f}, rows: {statuses.get(marker, [])})")
