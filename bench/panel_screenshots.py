@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import sys
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
 from ania.panel.app import available_pages
 from ania.panel.nav import NAV
 from bench.panel_seed_edit import EDIT_SEEDS
+from services.usage import Quota
 from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, serve
 from tests.panel_helpers import PanelHarness, open_panel
 from tests.test_gates import wait_for
@@ -45,7 +48,18 @@ async def _memory(p: PanelHarness) -> None:
         await p.ctx.services.knowledge.save_memory("g:10001", text)
 
 
-seed_more.update(knowledge=_knowledge, memory=_memory)
+async def _usage(p: PanelHarness) -> None:
+    """The 29 days before today, as the quota's day counters would hold them, so the chart has a month."""
+    services = p.ctx.services
+    now = time.time()
+    for day in range(29, 0, -1):
+        quota = Quota(services.quota.settings, services.store, lambda _user: False,
+                      now=functools.partial(float, now - day * 86400))
+        for n, chat in enumerate(("g:10001", "g:20002", "f:42")):
+            quota.add(chat, 2000 + ((day * 7919 + n * 104729) % 9000))
+
+
+seed_more.update(knowledge=_knowledge, memory=_memory, usage=_usage)
 
 
 async def seed(p: PanelHarness, llm: ScriptedOpenAI) -> asyncio.Task[object]:

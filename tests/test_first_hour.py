@@ -34,7 +34,8 @@ DATA_PATHS = {"data/ania.db": "the first start", "data/checkpoints.db": "the fir
               "data/workspace": "the bash tool", "data/clock.lock": "a bot's clock (test_clock_restart.py)",
               "data/studio.json": "make studio, while it runs (test_studio_threads.py)",
               "data/panel.token": "the panel's first start (test_panel_cli.py)",
-              "data/panel.password": "ania panel --set-password (test_panel_cli.py)"}
+              "data/panel.password": "ania panel --set-password (test_panel_cli.py)",
+              "data/keyword-index": "the knowledge base's first write (test_knowledge_index.py)"}
 
 
 def code_spans() -> set[str]:

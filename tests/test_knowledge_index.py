@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ToolError
 from services.knowledge import GLOBAL, KnowledgeService
 from services.knowledge.service import INDEX_DIR
 from tests.test_knowledge import kb  # noqa: F401 - the fixture
@@ -168,3 +169,29 @@ async def test_a_file_of_another_layout_is_replaced_not_reused(kb, tmp_path, cap
     await svc.add_document(GLOBAL, "FAQ", FAQ)
     assert await titles(svc, "reset password") == ["FAQ"]
     assert any(str(path) in r.getMessage() and "written for" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("damage", ["missing", "from page 2", "from page 6"])
+async def test_the_limit_and_duplicates_hold_when_the_index_file_is_missing_or_damaged(kb, tmp_path, damage):  # noqa: F811 - the fixture
+    # an add counts the scope's documents in the index once it is current: a file replaced at the start is
+    # rebuilt first, one damaged where the check reads it is answered by the store instead
+    first = kb()
+    faq = await first.add_document(GLOBAL, "FAQ", FAQ)
+    await first.add_document(GLOBAL, "Rules", RULES * 40)
+    await first.aclose()
+    path = index_file(tmp_path / "data")
+    for extra in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+        extra.unlink(missing_ok=True)
+    if damage == "missing":
+        path.unlink()
+    else:
+        page = 4096 * (2 if damage == "from page 2" else 6)
+        with path.open("r+b") as f:
+            f.seek(page)
+            f.write(b"\xff" * (path.stat().st_size - page))
+    again = kb(max_docs=2)
+    assert (await again.add_document(GLOBAL, "FAQ", FAQ)).doc.id == faq.doc.id
+    with pytest.raises(ToolError, match=r"already holds 2 documents"):
+        await again.add_document(GLOBAL, "Meeting", MEETING)
+    assert await titles(again, "reset password") == ["FAQ"]
+    assert await titles(again, "meeting friday") == []

@@ -12,8 +12,6 @@ wait for the next turn. The worker ends when its queue is empty; an idle chat ho
 from __future__ import annotations
 
 import asyncio
-import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,19 +21,6 @@ from ania.flow.bridge import BatchBridge
 from ania.flow.message import Waiting, batch_of
 from ania.recovery import CANCEL_STATUS, STOPPED
 from services.flow import batch_text, least_privileged, take_batch
-from services.usage import EMPTY, Batch
-
-log = logging.getLogger(__name__)
-
-
-def settle(engine: Engine, key: str, user_id: str, body: str, status: str, *, reply: str = "",
-           trigger: str = "message", batch: Batch = EMPTY) -> None:
-    """The row of a message no turn answers; a store refusing the write (disk full, locked) costs the row, never
-    the rest (the /stop's answer, the other messages, the refusal's notice): found by the soak harness."""
-    try:
-        engine.services.queries.settled(key, user_id, body, status, reply=reply, trigger=trigger, batch=batch)
-    except (sqlite3.Error, OSError) as e:
-        log.error("could not write the %s row of a message of %s (its inbox row stays): %s", status, key, e)
 
 
 @dataclass(eq=False)
@@ -133,7 +118,8 @@ class Chats:
         """Waiting messages that will not be answered: each gets its query-log row (it leaves the inbox)."""
         status = CANCEL_STATUS.get(reason, "stopped")
         for m in messages:
-            settle(self.engine, key, m.user_id, m.body, status, trigger=m.trigger, batch=batch_of([m]))
+            self.engine.services.queries.settled(key, m.user_id, m.body, status, trigger=m.trigger,
+                                                 batch=batch_of([m]))
             m.future.cancel()
 
     async def drain(self) -> None:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from ania.engine import Engine, TurnResult
-from ania.flow.chats import Chats, settle
+from ania.flow.chats import Chats
 from ania.flow.message import Waiting
 from services.context import CallbackBridge
 from services.flow import Buckets, Notices
@@ -56,9 +56,9 @@ class Flow:
             return None
         try:
             inbox_id = services.inbox.record(session_key, user_id, body, message_id=message_id, trigger=trigger)
-        except (sqlite3.Error, OSError) as e:  # disk full or locked: answered all the same, only not durably
-            log.error("could not record a message of %s in the inbox (it is answered, but a kill -9 before its "
-                      "turn loses it): %s", session_key, e)
+        except (sqlite3.Error, OSError) as e:  # disk full or locked: answered all the same, only not durable
+            log.error("could not record a message of %s in the inbox (answered, but not kept across a restart): %s",
+                      session_key, e)
             inbox_id = 0
         return self._queue(session_key, user_id, body, bridge, trigger, message_id, inbox_id, time.time())
 
@@ -77,8 +77,8 @@ class Flow:
             notice = (QUEUE_FULL.format(n=self.chats.waiting(session_key), window=flow.notice_window_sec)
                       if status == "queue_full" else
                       RATE_LIMITED.format(rate=flow.member_rate_per_min, window=flow.notice_window_sec))
-        settle(self.engine, session_key, user_id, body, status, reply=notice, trigger=trigger,
-               batch=Batch((message_id,) if message_id else (), (user_id,)))
+        self.engine.services.queries.settled(session_key, user_id, body, status, reply=notice, trigger=trigger,
+                                             batch=Batch((message_id,) if message_id else (), (user_id,)))
         if notice:
             await bridge.send_text(notice)
 

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -70,16 +70,13 @@ class ChunkBase:
                   limit: int, limit_text: tuple[str, str, str]) -> Added:
         """Store a document's chunks in `scope` unless the same text is there or the scope is full."""
         async with self._write:
-            existing = await self._run(lambda: self.store.find_doc(self.name, scope, digest_))
-            if existing is not None:
-                found = await self._run(lambda: self.store.doc(self.name, existing))
-                if found is not None:
-                    return Added(found[0], duplicate=True, vectors=False)
-            count = await self._run(lambda: self.store.count_docs(self.name, scope))
+            doc_id = f"{self.prefix}-" + hashlib.sha256(f"{scope}\x00{digest_}".encode()).hexdigest()[:10]
+            same, count = await self._run(lambda: self._checks(scope, doc_id, digest_))
+            if same is not None:
+                return Added(same, duplicate=True, vectors=False)
             if count >= limit:
                 where, items, setting = limit_text
                 raise ToolError(FULL.format(where=where, count=count, items=items, setting=setting))
-            doc_id = f"{self.prefix}-" + hashlib.sha256(f"{scope}\x00{digest_}".encode()).hexdigest()[:10]
             chunks = [Chunk(id=f"{doc_id}#{pos}", doc_id=doc_id, title=title, pos=pos, scope=scope, text=text)
                       for pos, text in enumerate(texts)]
             info = DocInfo(id=doc_id, title=title, scope=scope, chunks=len(chunks), runes=size, added=int(time.time()))
@@ -96,6 +93,19 @@ class ChunkBase:
 
             stored = await self._run(write)
             return Added(info, duplicate=False, vectors=stored)
+
+    def _checks(self, scope: str, doc_id: str, digest_: str) -> tuple[DocInfo | None, int]:
+        """The duplicate and limit checks of an add: the same document looked up by its id, with the scope's
+        stamp, in one Chroma read; the number of documents from the keyword index, local, once it is current
+        (from Chroma when the index file had to be replaced)."""
+        stamp, same = self.store.first(self.name, scope, doc_id, digest_)
+        if same is not None:
+            return same, 0
+        try:
+            self._current([scope], {scope: stamp})
+            return None, self.index.documents(scope)
+        except IndexReset:
+            return None, self.store.count_docs(self.name, scope)
 
     def _try_vectors(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> bool:
         try:
@@ -134,9 +144,10 @@ class ChunkBase:
             self._current(scopes)
             return self.index.search(scopes, terms, CANDIDATES)
 
-    def _current(self, scopes: Sequence[str]) -> None:
-        """Rebuild from the store each scope whose stamp in the index is not the store's (in the store's thread)."""
-        stamps = self.store.stamps(self.name, scopes)
+    def _current(self, scopes: Sequence[str], stamps: Mapping[str, str | None] | None = None) -> None:
+        """Rebuild from the store each scope whose stamp in the index is not the store's (in the store's thread;
+        `stamps`: the store's, when just read)."""
+        stamps = self.store.stamps(self.name, scopes) if stamps is None else stamps
         for scope in scopes:
             if not self.index.is_current(scope, stamps[scope]):
                 self.index.load(scope, stamps[scope], self.store.load_scope(self.name, scope))

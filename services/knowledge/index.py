@@ -258,6 +258,16 @@ class KeywordIndex:
 
         return self._guard(read)
 
+    def documents(self, scope: str) -> int:
+        """How many documents the scope holds (its index on (n, doc) answers alone)."""
+        def read() -> int:
+            n = self._number(scope)
+            found = None if n is None else self._db.execute(
+                "SELECT count(DISTINCT doc) FROM chunks WHERE n = ?", (n,)).fetchone()
+            return 0 if found is None else int(found[0])
+
+        return self._guard(read)
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

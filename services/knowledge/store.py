@@ -26,7 +26,7 @@ import math
 import threading
 import uuid
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -64,6 +64,12 @@ class DocInfo:
 def placeholder(chunk_id: str) -> list[float]:
     angle = zlib.crc32(chunk_id.encode()) / 2**32 * 2 * math.pi
     return [math.cos(angle), math.sin(angle)]
+
+
+def _info(meta: Mapping[str, Any], scope: str) -> DocInfo:
+    """A document's description from its first chunk's metadata."""
+    return DocInfo(id=str(meta["doc"]), title=str(meta.get("title", "")), scope=scope,
+                   chunks=int(meta.get("chunks", 1)), runes=int(meta.get("runes", 0)), added=int(meta.get("added", 0)))
 
 
 def _stamp_id(scope: str) -> str:
@@ -183,22 +189,24 @@ class ChromaStore:
             col.upsert(**record)
         return stamp
 
-    def find_doc(self, base: str, scope: str, digest: str) -> str | None:
-        got = self.collection(f"{base}_chunks").get(
-            where={"$and": [{"scope": scope}, {"hash": digest}, {"pos": 0}]}, limit=1, include=["metadatas"])
-        return str(got["metadatas"][0]["doc"]) if got["ids"] else None
+    def first(self, base: str, scope: str, doc_id: str, digest: str) -> tuple[str | None, DocInfo | None]:
+        """The scope's stamp, and the document `doc_id` when it is stored with this digest: one read by ids
+        (a document's id follows from its scope and digest), the cheapest Chroma read; a filtered read
+        costs several times more, at every add."""
+        got = self.collection(f"{base}_chunks").get(ids=[_stamp_id(scope), f"{doc_id}#0"], include=["metadatas"])
+        found = {i: m or {} for i, m in zip(got["ids"], got["metadatas"] or [], strict=False)}
+        stamp, head = found.get(_stamp_id(scope), {}).get("stamp"), found.get(f"{doc_id}#0")
+        return stamp, (_info(head, scope) if head is not None and head.get("hash") == digest else None)
 
     def count_docs(self, base: str, scope: str) -> int:
-        """How many documents the scope holds (ids only: what the limit check needs, at every add)."""
+        """How many documents the scope holds (ids only), when the keyword index cannot say."""
         got = self.collection(f"{base}_chunks").get(where={"$and": [{"scope": scope}, {"pos": 0}]}, include=[])
         return len(got["ids"])
 
     def docs(self, base: str, scope: str) -> list[DocInfo]:
         got = self.collection(f"{base}_chunks").get(where={"$and": [{"scope": scope}, {"pos": 0}]},
                                                     include=["metadatas"])
-        out = [DocInfo(id=str(m["doc"]), title=str(m.get("title", "")), scope=scope, chunks=int(m.get("chunks", 1)),
-                       runes=int(m.get("runes", 0)), added=int(m.get("added", 0))) for m in got["metadatas"] or []]
-        return sorted(out, key=lambda d: (-d.added, d.id))
+        return sorted((_info(m, scope) for m in got["metadatas"] or []), key=lambda d: (-d.added, d.id))
 
     def scopes(self, base: str) -> dict[str, int]:
         """Every scope holding documents of the base, with their number."""
@@ -220,9 +228,7 @@ class ChromaStore:
         if not got["ids"]:
             return None
         m = next((m for m in got["metadatas"] if m.get("pos") == 0), got["metadatas"][0])
-        info = DocInfo(id=doc_id, title=str(m.get("title", "")), scope=str(m["scope"]),
-                       chunks=int(m.get("chunks", 1)), runes=int(m.get("runes", 0)), added=int(m.get("added", 0)))
-        return info, list(got["ids"])
+        return _info({**m, "doc": doc_id}, str(m["scope"])), list(got["ids"])
 
     def delete(self, base: str, scope: str, ids: Sequence[str], vector_key: str | None) -> None:
         self.collection(f"{base}_chunks").delete(ids=list(ids))

@@ -17,7 +17,9 @@ transaction that takes the messages out of the durable inbox (services/flow/inbo
 from __future__ import annotations
 
 import json
+import logging
 import os
+import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +27,8 @@ from typing import Any
 
 from core.settings import LogsSettings
 from services.store import AppStore
+
+log = logging.getLogger(__name__)
 
 #: Tool calls kept per row (the total is kept too), and characters of each call's arguments.
 MAX_CALLS = 20
@@ -120,14 +124,22 @@ class QueryLog:
 
     def settled(self, session: str, sender: str, text: str, status: str, *, reply: str = "",
                 trigger: str = "message", batch: Batch = EMPTY) -> int:
-        """The finished row of a message no turn answers (rate_limited, queue_full, stopped while waiting)."""
+        """The finished row of a message no turn answers (rate_limited, queue_full, stopped while waiting); 0
+        when the store refuses the write (disk full, locked): the caller goes on (the notice is still sent),
+        and the message stays in the inbox until a row can be written."""
         now = time.time()
+        try:
+            return self._settle(batch, [now, now, session, sender, trigger, cut(text, self.settings.input_chars),
+                                             status, session, cut(reply, REPLY_CHARS), os.getpid(), *batch.columns()])
+        except (sqlite3.Error, OSError) as e:
+            log.error("could not write the %s row of a message in %s: %s", status, session, e)
+            return 0
+
+    def _settle(self, batch: Batch, args: list[Any]) -> int:
         return self._insert(batch, "INSERT INTO query_log (started, ended, session, sender, trigger, input, status, "
                             "tokens, total_tokens, duration_ms, calls, call_count, thread, checkpoint, reply, pid, "
                             "message_ids, senders) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, '{}', 0, 0, '[]', 0, ?, '', ?, ?, ?, ?)",
-                            [now, now, session, sender, trigger, cut(text, self.settings.input_chars), status, session,
-                             cut(reply, REPLY_CHARS), os.getpid(), *batch.columns()])
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, '{}', 0, 0, '[]', 0, ?, '', ?, ?, ?, ?)", args)
 
     def _insert(self, batch: Batch, sql: str, args: list[Any]) -> int:
         """The row (when the log is on) and the batch's inbox rows gone, in one transaction."""
