@@ -145,7 +145,7 @@ class Engine:
             result = TurnResult(TURN_TIMEOUT.format(sec=budget), "timeout")
         except asyncio.CancelledError as e:
             reason, status = cancel_reason(e)  # /stop, or Ctrl-C at the terminal
-            await asyncio.shield(settle(self.graph, session_key, store, reason))
+            await asyncio.shield(self._settle(session_key, reason))  # refused: the next turn settles it
             after = await asyncio.shield(state_after(self.graph, record))
             self._close(record, status, "", after.get("usage", {}), after.get("messages", []))
             raise
