@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import AsyncExitStack
@@ -35,6 +34,7 @@ from services.container import Services
 from services.context import AgentKind, CallbackBridge, RunContext
 from services.gates.approval_types import ApprovalRequest, Decision
 from services.hooks import HookRunner
+from services.store import WRITE_REFUSED
 from services.usage import EMPTY, Batch, MessageLimits
 
 log = logging.getLogger(__name__)
@@ -167,7 +167,7 @@ class Engine:
         brought us here), so the reply still goes out and the next turn settles (found by the soak harness)."""
         try:
             await settle(self.graph, session_key, self.services.store, reason)
-        except (sqlite3.Error, OSError) as e:
+        except WRITE_REFUSED as e:
             log.error("could not settle the turn of %s (the next turn will): %s", session_key, e)
             return False
         return True
@@ -181,7 +181,7 @@ class Engine:
             if forget_calls:
                 self.services.store.forget_started_calls(record.session)
             close_turn(self.services, record, status, reply, usage, messages)
-        except (sqlite3.Error, OSError) as e:
+        except WRITE_REFUSED as e:
             log.error("could not record the turn of %s (query log, usage): %s", record.session, e)
 
     async def _drive(self, ctx: RunContext, message: Any) -> TurnResult:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +30,7 @@ from nodes.gates import HOOK_BLOCKED, PLAN_BLOCKED
 from nodes.prompt import user_message
 from nodes.recall import RECALLED
 from services.container import Services
+from services.store import WRITE_REFUSED
 from services.usage import EMPTY, Batch, MessageLimits
 
 log = logging.getLogger("ania.turn")
@@ -69,7 +69,7 @@ async def open_turn(services: Services, graph: CompiledStateGraph[Any, Any, Any,
     try:  # the log off: no row, but the inbox rows still go
         record.qid = services.queries.start(session, user, text, trigger=trigger, thread=session,
                                             checkpoint=record.checkpoint, batch=batch)
-    except (sqlite3.Error, OSError) as e:  # disk full or locked: the turn goes on, its row is written at its end
+    except WRITE_REFUSED as e:  # disk full or locked: the turn goes on, its row is written at its end
         log.error("could not open the query-log row of %s's turn (tried again when it ends): %s", session, e)
         record.unwritten = (text, trigger, batch)
     return record
@@ -84,7 +84,7 @@ def write_late(services: Services, record: TurnRecord) -> None:
     try:
         record.qid = services.queries.start(record.session, record.user, text, trigger=trigger,
                                             thread=record.session, checkpoint=record.checkpoint, batch=batch)
-    except (sqlite3.Error, OSError) as e:
+    except WRITE_REFUSED as e:
         log.error("could not write the query-log row of %s's turn at its end either: %s", record.session, e)
         return
     record.unwritten = None

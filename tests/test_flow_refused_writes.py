@@ -17,7 +17,7 @@ from tests.conftest import make_settings
 
 
 def refuse_writes(chat, on: bool) -> None:
-    chat.engine.services.store.db.execute(f"PRAGMA query_only={int(on)}")
+    chat.engine.services.store.write(f"PRAGMA query_only={int(on)}")
 
 
 def inbox(chat) -> int:
@@ -45,15 +45,15 @@ async def test_a_turn_whose_row_was_refused_at_its_start_takes_its_messages_out_
     turn ends, before its reply goes out; before, the inbox row stayed and a later start answered it again."""
     chat = await make_chat(make_settings(scripted_llm))
     scripted_llm.script([Reply("answered once", delay=0.3)])
-    db = chat.engine.services.store.db
-    db.execute("CREATE TEMP TRIGGER refuse BEFORE INSERT ON main.query_log BEGIN SELECT RAISE(FAIL, 'disk full'); END")
+    db = chat.engine.services.store
+    db.write("CREATE TEMP TRIGGER refuse BEFORE INSERT ON main.query_log BEGIN SELECT RAISE(FAIL, 'disk full'); END")
     try:  # only the query-log row is refused (a full disk at that moment)
         task = await chat.entry.submit("f:u1", "u1", "hello")
         assert task is not None and inbox(chat) == 1  # recorded before it waits
         while not scripted_llm.requests:  # the turn opened (its row refused) and asks the model
             await asyncio.sleep(0.01)
     finally:
-        db.execute("DROP TRIGGER temp.refuse")
+        db.write("DROP TRIGGER temp.refuse")
     assert (await task).reply == "answered once"
     assert inbox(chat) == 0
     assert chat.engine.services.inbox.waiting(lambda s: True, lambda pid: pid != os.getpid()) == []
