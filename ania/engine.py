@@ -8,7 +8,9 @@ ania/entry.py; platforms attach to `services.outboxes`.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import AsyncExitStack
@@ -26,6 +28,7 @@ from ania.operations import TurnRecord, close_turn, open_turn, state_after
 from ania.recovery import cancel_reason, settle
 from ania.stats import process_stats
 from checkpoints.factory import open_checkpointer, thread_config
+from core.errors import RunError
 from core.settings import Paths, Settings, load_settings
 from graphs.agent import build_agent_graph
 from nodes.prompt import text_of
@@ -34,6 +37,7 @@ from services.container import Services
 from services.context import AgentKind, CallbackBridge, RunContext
 from services.gates.approval_types import ApprovalRequest, Decision
 from services.hooks import HookRunner
+from services.retry import STORE_OPEN
 from services.store import WRITE_REFUSED
 from services.usage import EMPTY, Batch, MessageLimits
 
@@ -82,7 +86,16 @@ class Engine:
         settings = settings or load_settings(paths.config_dir)
         options = {"local_admins": tuple(local_admins), "hooks": hooks, "hook_handlers": hook_handlers,
                    "approval_timeout_sec": approval_timeout_sec}
-        return cls(*await _build(paths, settings, options), options)
+
+        def again(e: BaseException) -> None:
+            log.warning("the data directory %s refuses writes (%s); trying again", paths.data_dir, e)
+
+        try:
+            built = await STORE_OPEN.call(lambda: _build(paths, settings, options), retry_on=refused_at_start,
+                                          on_retry=again)
+        except WRITE_REFUSED as e:
+            raise RunError(f"could not open the data directory {paths.data_dir}: {e}") from None
+        return cls(*built, options)
 
     async def close(self) -> None:
         await self._stack.aclose()
@@ -204,6 +217,13 @@ class Engine:
                 answers[intr.id] = await self.services.approvals.ask(request, here=ctx.bridge.request_approval)
             inp = Command(resume=answers)
         return dict(out)
+
+
+def refused_at_start(e: BaseException) -> bool:
+    """A refusal that may pass: SQLite's (locked, an I/O error while writes are refused), or the file system's
+    (permission, full disk, read-only). A Postgres URL that does not answer is a ConfigError, not retried."""
+    return isinstance(e, (sqlite3.OperationalError, PermissionError)) or (
+        isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EACCES))
 
 
 async def _build(paths: Paths, settings: Settings,
