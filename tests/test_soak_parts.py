@@ -108,3 +108,28 @@ def test_a_refusal_notice_without_its_row_is_counted_as_refused_while_writes_wer
     record = {"messages": sent, "closes": [], "replies": [{"chat": "g:1", "text": notice, "at": 1.1, "quote": "1090"}]}
     out = outcomes(record, [], kills=[])
     assert out["category"] == {"#m36": "refusal notice, no row (writes refused)", "#m37": "lost"}
+
+
+def test_a_turn_left_running_by_refused_writes_answers_its_whole_batch_with_its_notice():
+    """Found by the 30-minute run (seed 26, #m852 and #m858): a batch's turn failed while writes were refused;
+    its row stayed `running` and its notice quoted the batch's last message. Both messages have that answer."""
+    sent = [{"marker": m, "chat": "g:5", "kind": "mention", "at": at, "delivered": True, "mid": mid}
+            for m, at, mid in (("#m852", 1.0, "3198"), ("#m858", 8.0, "3213"))]
+    notice = "Sorry, something went wrong on my side (OperationalError); the error is in the log. Please try again."
+    record = {"messages": sent, "closes": [], "replies": [{"chat": "g:5", "text": notice, "at": 13.0, "quote": "3213"}]}
+    rows = [{"id": 1, "session": "g:5", "sender": "40", "input": "[2 messages arrived ...]", "status": "running",
+             "started": 12.0, "reply": "", "message_ids": ["3198", "3213"], "senders": ["40", "48"]}]
+    out = outcomes(record, rows, kills=[])
+    assert out["category"] == dict.fromkeys(("#m852", "#m858"), "failure notice, no row (writes refused)")
+    assert out["lost"] == []
+
+
+def test_a_message_waiting_on_a_locked_store_at_a_kill_is_unrecorded_not_lost():
+    """Found by the 30-minute run (#m587-#m590): another process held the SQLite lock, so the bot could not
+    record the messages that arrived meanwhile, and a kill -9 came before it caught up. Counted apart; the
+    same message with no lock, or with the kill long after the lock's end, is lost."""
+    sent = [{"marker": "#m1", "chat": "g:1", "kind": "mention", "at": 11.0, "delivered": True, "mid": "1"}]
+    record = {"messages": sent, "closes": [], "replies": []}
+    assert outcomes(record, [], kills=[15.5], locked=[(10.0, 13.0)])["category"] == {
+        "#m1": "unrecorded at a kill -9 (store locked)"}
+    assert outcomes(record, [], kills=[15.5])["lost"] and outcomes(record, [], kills=[30.0], locked=[(10.0, 13.0)])["lost"]

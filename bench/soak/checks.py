@@ -4,7 +4,9 @@ the bot's SQLite files and the samples.
 A message the bot received is its responsibility: it has exactly one outcome, a reply naming its marker or a
 query-log row saying why not (stopped, error, timeout, interrupted, quota). A message sent less than
 `IN_FLIGHT_SEC` before a kill -9 may not have reached the bot: it is counted apart ("in flight at a kill"),
-never as answered.
+never as answered. So is one that arrived while another process held the SQLite files' lock, when the kill
+came before the bot could catch up (`LOCK_CATCH_UP_SEC` after the lock's end): no write, its inbox row
+included, can land while the lock is held, so the bot had no record of it yet.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from bench.soak.ledger import marker_by_id, row_markers
 from bench.soak.model import markers_of
 
 IN_FLIGHT_SEC = 1.0
+LOCK_CATCH_UP_SEC = 3.0
 #: A query-log row saying why a message got no answer of its own: the turn's end, or (issue 23's flow) the
 #: message refused at the door or dropped by /stop while it waited.
 SETTLED = {"error", "timeout", "stopped", "interrupted", "quota", "rate_limited", "queue_full"}
@@ -49,6 +52,12 @@ def in_flight(sent: float, kills: list[float], closes: list[float]) -> bool:
         if k - IN_FLIGHT_SEC <= sent <= max(k, closed):
             return True
     return False
+
+
+def unrecorded_at_kill(sent: float, kills: list[float], locked: list[tuple[float, float]]) -> bool:
+    """Sent while another process held the lock (or after it), with a kill -9 at most LOCK_CATCH_UP_SEC after
+    the lock's end: the bot's write of it was waiting for the lock or its backlog when the kill came."""
+    return any(a <= sent <= k and b <= k <= b + LOCK_CATCH_UP_SEC for a, b in locked for k in kills)
 
 
 def reply_times(record: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[
@@ -104,11 +113,40 @@ def unlogged_refusal(record: dict[str, Any], m: dict[str, Any], claimed: set[int
     return False
 
 
-def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[float]) -> dict[str, Any]:
+def _without_answer(record: dict[str, Any], unanswered: list[dict[str, Any]], claimed: set[int],
+                    batch: dict[str, set[str]], statuses: dict[str, list[str]], category: dict[str, str]) -> list[str]:
+    """The outcome of each message nothing answered by marker or row: a failure or refusal notice no row
+    claims (written while the data directory refused writes), else lost (returned, oldest first).
+
+    A notice without a row answers the newest message before it that nothing else answered: one stopped while
+    it waited has no answer later, so the oldest is not the one whose turn failed. A turn whose closing write
+    was refused keeps its row `running` and quotes its batch's last message in its notice: that notice
+    answers every message of the batch."""
+    lost: list[str] = []
+    waiting = {m["marker"] for m in unanswered}
+    for m in sorted(unanswered, key=lambda m: m["at"], reverse=True):
+        marker = m["marker"]
+        if marker in category:
+            continue
+        if unlogged_notice(record, m, claimed):
+            for one in {marker} | (batch.get(marker, set()) & waiting):
+                category.setdefault(one, "failure notice, no row (writes refused)")
+        elif unlogged_refusal(record, m, claimed):
+            category[marker] = "refusal notice, no row (writes refused)"
+        else:
+            category[marker] = "lost"
+            lost.append(f"{marker} ({m['kind']} in {m['chat']} at {m['at']:.1f}, rows: {statuses.get(marker, [])})")
+    return lost[::-1]
+
+
+def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[float],
+             locked: list[tuple[float, float]] | None = None) -> dict[str, Any]:
     """Each marked message's outcome: replied, settled (a row says why not: its notice, when one is due, is
-    claimed too), in flight at a kill, or lost."""
+    claimed too), in flight at a kill (or unrecorded, the store locked), or lost."""
     replies, statuses, claimed, noticed = reply_times(record, rows)
-    lost, doubled, latency = [], [], {}
+    by_id = marker_by_id(record)
+    batch = {m: row_markers(r, by_id) for r in rows for m in row_markers(r, by_id)}
+    doubled, latency = [], {}
     category: dict[str, str] = {}
     unanswered = []
     for m in record["messages"]:
@@ -128,20 +166,11 @@ def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[flo
             category[marker] = "settled: " + "/".join(sorted(settled))
         elif in_flight(m["at"], kills, record.get("closes", [])):
             category[marker] = "in flight at a kill -9"
+        elif unrecorded_at_kill(m["at"], kills, locked or []):
+            category[marker] = "unrecorded at a kill -9 (store locked)"
         else:
             unanswered.append(m)
-    # A notice without a row answers the newest message before it that nothing else answered: one stopped
-    # while it waited has no answer later, so the oldest is not the one whose turn failed.
-    for m in sorted(unanswered, key=lambda m: m["at"], reverse=True):
-        marker = m["marker"]
-        if unlogged_notice(record, m, claimed):
-            category[marker] = "failure notice, no row (writes refused)"
-        elif unlogged_refusal(record, m, claimed):
-            category[marker] = "refusal notice, no row (writes refused)"
-        else:
-            category[marker] = "lost"
-            lost.append(f"{marker} ({m['kind']} in {m['chat']} at {m['at']:.1f}, rows: {statuses.get(marker, [])})")
-    lost.reverse()
+    lost = _without_answer(record, unanswered, claimed, batch, statuses, category)
     tally = Counter(category.values())
     return {"tally": tally, "lost": lost, "doubled": doubled, "latency": latency, "category": category}
 

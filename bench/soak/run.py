@@ -94,18 +94,20 @@ def soak(args: argparse.Namespace, work: Path) -> bool:
     bot = BotProcess(work / "config", work / "data", work / "bot.log")
     kills: list[float] = []
     refused: list[tuple[float, float]] = []
+    locked: list[tuple[float, float]] = []
     notes: dict[str, list[str]] = {}
     try:
         bot.start()
-        drive(plan, bot, start, kills, notes, refused)
+        drive(plan, bot, start, kills, notes, refused, locked)
         stopped = time.time()
         (work / "samples.json").write_text(json.dumps([vars(x) for x in bot.samples]))
-        (work / "faults.json").write_text(json.dumps({"kills": kills, "refused": refused, "notes": notes}))
+        (work / "faults.json").write_text(json.dumps({"kills": kills, "refused": refused, "locked": locked,
+                                                            "notes": notes}))
         code = bot.stop()
         notes.setdefault("clean stop", []).append(f"exit {code}")
         onebot.terminate()
         onebot.wait(30)
-        results = judge(plan, bot, work, kills, notes, stopped, code, refused)
+        results = judge(plan, bot, work, kills, notes, stopped, code, refused, locked)
     finally:
         for proc in (onebot, model):
             if proc.poll() is None:
@@ -118,7 +120,7 @@ def soak(args: argparse.Namespace, work: Path) -> bool:
 
 
 def drive(plan: Plan, bot: BotProcess, start: float, kills: list[float], notes: dict[str, list[str]],
-          refused: list[tuple[float, float]]) -> None:
+          refused: list[tuple[float, float]], locked: list[tuple[float, float]]) -> None:
     """Sample every SAMPLE_SEC and play the faults done from outside at their times, until the run's end."""
     todo = [f for f in plan.faults if f.kind in PROCESS_FAULTS]
     end = start + plan.seconds
@@ -131,7 +133,9 @@ def drive(plan: Plan, bot: BotProcess, start: float, kills: list[float], notes: 
                 faults.kill_and_restart(bot)
                 notes.setdefault("kill9", []).append("started again; the fake kept its side, the bot dialled it")
             elif fault.kind == "sqlite_lock":
+                began = time.time()
                 notes.setdefault("sqlite_lock", []).append(faults.hold_sqlite_lock(bot.data))
+                locked.append((began, time.time()))
             else:
                 began = time.time()
                 said = faults.refuse_writes(bot.data)
@@ -145,10 +149,11 @@ def drive(plan: Plan, bot: BotProcess, start: float, kills: list[float], notes: 
 
 
 def judge(plan: Plan, bot: BotProcess, work: Path, kills: list[float], notes: dict[str, list[str]],
-          stopped: float, code: int | None, refused: list[tuple[float, float]]) -> dict[str, Any]:
+          stopped: float, code: int | None, refused: list[tuple[float, float]],
+          locked: list[tuple[float, float]]) -> dict[str, Any]:
     record = json.loads((work / "onebot.json").read_text())
     rows = ledger.query_rows(bot.data)
-    out = checks.outcomes(record, rows, kills)
+    out = checks.outcomes(record, rows, kills, locked)
     fired, kept, clock_statuses = checks.clock_check(bot.data, stopped - 10, refused)
     resource_checks, figures = checks.resources(bot.samples, bot.starts[-1])
     chats = sorted({m.chat for m in plan.messages})
