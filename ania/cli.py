@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ania import logs_cli, panel_cli, sessions_cli
+from ania import logs_cli, migrate_cli, panel_cli, sessions_cli
 
 if TYPE_CHECKING:
     from core.settings import Paths, Settings
@@ -103,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     logs_cli.add_parser(sub)
     kb_parser(sub)
     panel_cli.add_parser(sub)
+    migrate_cli.add_parser(sub)
     fake = sub.add_parser("fake-llm", help="serve a scripted OpenAI-compatible model on 127.0.0.1",
                           description="Serve a scripted OpenAI-compatible model on 127.0.0.1 until Ctrl-C; point "
                                       "llm.base_url at the printed URL (model name: scripted-model).")
@@ -223,6 +224,8 @@ def _command(args: argparse.Namespace) -> int:
         return asyncio.run(kb_cli.run(args))
     if args.cmd == "panel":
         return panel_cli.run(args)
+    if args.cmd == "migrate":
+        return migrate_cli.run(args)
     return _chat(args)
 
 

@@ -21,7 +21,7 @@ from services.clock.zones import local_zone
 from services.commands import CommandStore
 from services.configure.edit import ConfigEditor
 from services.container import Services
-from services.datadir import make_private
+from services.datadir import BOT_LOCK, make_private
 from services.flow import Inbox
 from services.gates.admins import Admins
 from services.gates.approvals import Approvals
@@ -36,7 +36,7 @@ from services.persona import load_persona
 from services.recall import Recall
 from services.sessions import SessionRegistry
 from services.skills import Root, SkillInstaller, SkillRegistry
-from services.store import AppStore
+from services.store import open_store
 from services.subagents import Subagents
 from services.teams import TeamStore
 from services.todos import TodoStore
@@ -91,7 +91,7 @@ async def build_services(
     """Build every service; whatever needs closing is registered on `stack` (closed in reverse order).
     `outboxes` carries the attached platforms over a /reboot."""
     make_private(paths.data_dir)  # before anything is created there: the stores hold every chat
-    store = AppStore(paths.data_dir / "ania.db")
+    store = open_store(paths.data_dir, settings.cluster.postgres_url)
     stack.callback(store.close)
     shared = SharedExecutor(builtin_tools(settings, paths))
     sessions = SessionRegistry(shared)
@@ -120,7 +120,7 @@ async def build_services(
         hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
         outboxes=outboxes, approvals=Approvals(settings, admins, outboxes.send, timeout_sec=approval_timeout_sec),
         plan_mode=PlanMode(store), todos=TodoStore(store), teams=TeamStore(store), subagents=subagents,
-        clock=ClockService(store, settings, outboxes, subagents, paths.data_dir / "clock.lock"),
+        clock=ClockService(store, settings, outboxes, subagents, paths.data_dir / BOT_LOCK),
         skills=skills, skill_installer=SkillInstaller(skills, paths.data_dir / "skills", settings.skills, store),
         commands=commands, persona=load_persona(paths.config_dir, settings),
         config=ConfigEditor(paths, settings, store, commands), knowledge=knowledge,

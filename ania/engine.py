@@ -8,6 +8,7 @@ ania/entry.py; platforms attach to `services.outboxes`.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import sqlite3
 import time
@@ -27,6 +28,7 @@ from ania.operations import TurnRecord, close_turn, open_turn, state_after
 from ania.recovery import cancel_reason, settle
 from ania.stats import process_stats
 from checkpoints.factory import open_checkpointer, thread_config
+from core.errors import RunError
 from core.settings import Paths, Settings, load_settings
 from graphs.agent import build_agent_graph
 from nodes.prompt import text_of
@@ -35,6 +37,8 @@ from services.container import Services
 from services.context import AgentKind, CallbackBridge, RunContext
 from services.gates.approval_types import ApprovalRequest, Decision
 from services.hooks import HookRunner
+from services.retry import STORE_OPEN
+from services.store import WRITE_REFUSED
 from services.usage import EMPTY, Batch, MessageLimits
 
 log = logging.getLogger(__name__)
@@ -84,7 +88,16 @@ class Engine:
         settings = settings or load_settings(paths.config_dir)
         options = {"local_admins": tuple(local_admins), "hooks": hooks, "hook_handlers": hook_handlers,
                    "approval_timeout_sec": approval_timeout_sec, "checkpoint_url": checkpoint_url}
-        return cls(*await _build(paths, settings, options), options)
+
+        def again(e: BaseException) -> None:
+            log.warning("the data directory %s refuses writes (%s); trying again", paths.data_dir, e)
+
+        try:
+            built = await STORE_OPEN.call(lambda: _build(paths, settings, options), retry_on=refused_at_start,
+                                          on_retry=again)
+        except WRITE_REFUSED as e:
+            raise RunError(f"could not open the data directory {paths.data_dir}: {e}") from None
+        return cls(*built, options)
 
     async def close(self) -> None:
         await self._stack.aclose()
@@ -147,7 +160,7 @@ class Engine:
             result = TurnResult(TURN_TIMEOUT.format(sec=budget), "timeout")
         except asyncio.CancelledError as e:
             reason, status = cancel_reason(e)  # /stop, or Ctrl-C at the terminal
-            await asyncio.shield(settle(self.graph, session_key, store, reason))
+            await asyncio.shield(self._settle(session_key, reason))  # refused: the next turn settles it
             after = await asyncio.shield(state_after(self.graph, record))
             self._close(record, status, "", after.get("usage", {}), after.get("messages", []))
             raise
@@ -169,7 +182,7 @@ class Engine:
         brought us here), so the reply still goes out and the next turn settles (found by the soak harness)."""
         try:
             await settle(self.graph, session_key, self.services.store, reason)
-        except (sqlite3.Error, OSError) as e:
+        except WRITE_REFUSED as e:
             log.error("could not settle the turn of %s (the next turn will): %s", session_key, e)
             return False
         return True
@@ -183,7 +196,7 @@ class Engine:
             if forget_calls:
                 self.services.store.forget_started_calls(record.session)
             close_turn(self.services, record, status, reply, usage, messages)
-        except (sqlite3.Error, OSError) as e:
+        except WRITE_REFUSED as e:
             log.error("could not record the turn of %s (query log, usage): %s", record.session, e)
 
     async def _drive(self, ctx: RunContext, message: Any) -> TurnResult:
@@ -206,6 +219,13 @@ class Engine:
                 answers[intr.id] = await self.services.approvals.ask(request, here=ctx.bridge.request_approval)
             inp = Command(resume=answers)
         return dict(out)
+
+
+def refused_at_start(e: BaseException) -> bool:
+    """A refusal that may pass: SQLite's (locked, an I/O error while writes are refused), or the file system's
+    (permission, full disk, read-only). A Postgres URL that does not answer is a ConfigError, not retried."""
+    return isinstance(e, (sqlite3.OperationalError, PermissionError)) or (
+        isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EACCES))
 
 
 async def _build(paths: Paths, settings: Settings,

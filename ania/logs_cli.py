@@ -56,25 +56,26 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from core.settings import Paths, load_settings
-    from services.store import AppStore
+    from services.store import open_store
     from services.usage import STATUSES, QueryFilter, QueryLog, read_ops
 
     paths = Paths.from_env(check=True)
+    settings = load_settings(paths.config_dir)
     db = paths.data_dir / "ania.db"
-    if not db.exists():
+    if not settings.cluster.postgres_url and not db.exists():
         print(f"ania: no logs yet ({db} does not exist)", file=sys.stderr)
         return 1 if args.action == "show" else 0
     if getattr(args, "status", None) and args.status not in STATUSES:
         print(f"ania: unknown status {args.status!r}; one of: {', '.join(STATUSES)}", file=sys.stderr)
         return 2
-    store = AppStore(db)
+    store = open_store(paths.data_dir, settings.cluster.postgres_url)
     try:
         as_json = args.json or not sys.stdout.isatty()
         if args.action == "ops":
             rows = read_ops(store, session=args.session, kind=args.kind, since=args.since, limit=args.n)
             _print(rows, as_json, _op_line)
             return 0
-        log = QueryLog(store, load_settings(paths.config_dir).logs)
+        log = QueryLog(store, settings.logs)
         if args.action == "queries":
             rows = log.rows(QueryFilter(args.session, args.status, args.since, args.tool, args.n))
             _print(rows, as_json, query_line)

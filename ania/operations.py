@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +30,7 @@ from nodes.gates import HOOK_BLOCKED, PLAN_BLOCKED
 from nodes.prompt import user_message
 from nodes.recall import RECALLED
 from services.container import Services
+from services.store import WRITE_REFUSED
 from services.usage import EMPTY, Batch, MessageLimits
 
 log = logging.getLogger("ania.turn")
@@ -50,6 +50,10 @@ class TurnRecord:
     refusal: str | None = None
     started: float = field(default_factory=time.monotonic)
     limits: MessageLimits | None = None
+    #: What `open_turn` could not write (the store refused): the row's text, trigger and batch, written when
+    #: the turn closes, so the batch's inbox rows leave the inbox before the reply goes out (else a later
+    #: start would answer them again: a double, found by the soak harness).
+    unwritten: tuple[str, str, Batch] | None = None
 
 
 async def open_turn(services: Services, graph: CompiledStateGraph[Any, Any, Any, Any], session: str, user: str,
@@ -62,17 +66,28 @@ async def open_turn(services: Services, graph: CompiledStateGraph[Any, Any, Any,
     if services.queries.enabled:
         saver = graph.checkpointer if not isinstance(graph.checkpointer, bool) else None
         record.checkpoint = await latest_checkpoint(saver, session)
-        try:
-            record.qid = services.queries.start(session, user, text, trigger=trigger, thread=session,
-                                                checkpoint=record.checkpoint, batch=batch)
-        except (sqlite3.Error, OSError) as e:  # disk full or locked: the turn goes on without its row
-            log.error("could not open the query-log row of %s's turn (it goes on unlogged): %s", session, e)
-    else:
-        try:
-            services.queries.start(session, user, text, batch=batch)  # the log is off: the inbox rows still go
-        except (sqlite3.Error, OSError) as e:
-            log.error("could not take %s's messages out of the inbox (the turn goes on): %s", session, e)
+    try:  # the log off: no row, but the inbox rows still go
+        record.qid = services.queries.start(session, user, text, trigger=trigger, thread=session,
+                                            checkpoint=record.checkpoint, batch=batch)
+    except WRITE_REFUSED as e:  # disk full or locked: the turn goes on, its row is written at its end
+        log.error("could not open the query-log row of %s's turn (tried again when it ends): %s", session, e)
+        record.unwritten = (text, trigger, batch)
     return record
+
+
+def write_late(services: Services, record: TurnRecord) -> None:
+    """The row `open_turn` could not write, written now (its batch's inbox rows go with it). When the store
+    still refuses, the inbox rows stay (a later start answers them: the disk left no other record)."""
+    if record.unwritten is None:
+        return
+    text, trigger, batch = record.unwritten
+    try:
+        record.qid = services.queries.start(record.session, record.user, text, trigger=trigger,
+                                            thread=record.session, checkpoint=record.checkpoint, batch=batch)
+    except WRITE_REFUSED as e:
+        log.error("could not write the query-log row of %s's turn at its end either: %s", record.session, e)
+        return
+    record.unwritten = None
 
 
 async def state_after(graph: CompiledStateGraph[Any, Any, Any, Any], record: TurnRecord) -> dict[str, Any]:
@@ -90,6 +105,7 @@ async def state_after(graph: CompiledStateGraph[Any, Any, Any, Any], record: Tur
 
 def close_turn(services: Services, record: TurnRecord, status: str, reply: str, usage: Mapping[str, int],
                messages: Sequence[AnyMessage]) -> None:
+    write_late(services, record)
     shown, calls = record_run(services, record.session, record.qid, status, reply, usage, messages,
                               record.message.id or "", record.limits)
     duration_ms = int((time.monotonic() - record.started) * 1000)

@@ -135,14 +135,15 @@ async def _export(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
 async def _prune(saver: Any, args: argparse.Namespace, paths: Paths) -> int:
     from ania.retention import prune_stored
     from core.settings import load_settings
-    from services.store import AppStore
+    from services.store import open_store
     from services.usage import QueryLog
 
     before = datetime.now(UTC) - timedelta(seconds=args.older_than)
-    db = paths.data_dir / "ania.db"
-    store = AppStore(db) if db.exists() else None
+    settings = load_settings(paths.config_dir)
+    url = settings.cluster.postgres_url
+    store = open_store(paths.data_dir, url) if url or (paths.data_dir / "ania.db").exists() else None
     try:
-        queries = QueryLog(store, load_settings(paths.config_dir).logs) if store is not None else None
+        queries = QueryLog(store, settings.logs) if store is not None else None
         done = await prune_stored(saver, store, queries, before, dry_run=args.dry_run)
     finally:
         if store is not None:

@@ -39,7 +39,8 @@ async def copy_session(saver: BaseCheckpointSaver[str], data_dir: Path, key: str
     from ania.studio_checkpointer import STUDIO_THREAD, studio_thread_id
     from checkpoints.maintenance import fork_thread
     from checkpoints.sessions import latest_checkpoint
-    from services.store import AppStore
+    from core.settings import Paths, load_settings
+    from services.store import open_store
 
     thread = studio_thread_id(key)
     latest = await latest_checkpoint(saver, key)
@@ -50,7 +51,8 @@ async def copy_session(saver: BaseCheckpointSaver[str], data_dir: Path, key: str
         await saver.adelete_thread(thread)
     if not copied or refresh:
         await fork_thread(saver, key, latest, thread)
-    store = AppStore(data_dir / "ania.db")
+    settings = load_settings(Paths.from_env().config_dir)
+    store = open_store(data_dir, settings.cluster.postgres_url)  # the bot's store (ania/studio.py reads it there)
     try:
         store.kv_set(f"{STUDIO_THREAD}{thread}", key)
     finally:

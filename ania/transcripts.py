@@ -38,6 +38,7 @@ def secret_values(paths: Paths, settings: Settings | None = None) -> list[str]:
     """Values that must never appear in an export: sensitive settings (the running ones when given, else the
     config files') and secret-looking environment variables."""
     from core.settings import load_settings, registry
+    from core.settings.cluster import password_of
 
     values = {v for k, v in os.environ.items() if SECRET_ENV.search(k) and len(v) >= 8}
     if settings is None:
@@ -51,6 +52,8 @@ def secret_values(paths: Paths, settings: Settings | None = None) -> list[str]:
             value = getattr(getattr(settings, section), key, "")
             if isinstance(value, str) and len(value) >= 4:
                 values.add(value)
+                if len(password := password_of(value)) >= 4:  # a URL's password (cluster.postgres_url) alone too
+                    values.add(password)
     return sorted(values, key=len, reverse=True)
 
 

@@ -69,8 +69,11 @@ def seed_queries(ours: Ours, n: int, now: float) -> None:
                      "total_tokens": tokens, "duration_ms": rng.randint(300, 9000), "calls": json.dumps(calls),
                      "call_count": len(calls), "thread": "", "checkpoint": "", "reply": "a reply " * 10, "pid": 0})
     store = ours.engine.services.store
-    with store.locked() as db, db.conn:
-        db.table("query_log").insert_all(rows, batch_size=2000)
+    cols = list(rows[0])
+    sql = f"INSERT INTO query_log ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    with store.transaction() as tx:
+        for row in rows:
+            tx.write(sql, [row[c] for c in cols])
 
 
 async def seed_sessions(ours: Ours, llm: ScriptedOpenAI, n: int) -> None:

@@ -1,7 +1,8 @@
 """Opening the Postgres checkpointer: one connection, LangGraph's tables set up, a clear error otherwise.
 
 A malformed URL, a server that does not answer or refuses the login is a `ConfigError` of one line that
-names the setting and the server (`user@host:port/db`), never the password, whatever the driver said.
+names the setting and the URL with `***` for its password (core/settings/cluster.py `redact_url`,
+`scrub`), never the password, whatever the driver said.
 
 The connection commits with `synchronous_commit = off`, the same promise as SQLite's synchronous=NORMAL
 (checkpoints/factory.py `tune_sqlite`): a commit does not wait for the server's disk, so every stored step
@@ -19,40 +20,17 @@ from typing import Any
 
 import psycopg
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from checkpoints.loader import Reducer
 from checkpoints.saver_pg import AniaPostgresSaver
 from checkpoints.serde import MessageSerializer
 from core.errors import ConfigError
+from core.settings.cluster import SETTING, redact_url, scrub
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")
-#: The setting that holds the URL, named in errors.
-SETTING = "cluster.postgres_url"
 #: Seconds to wait for the server before giving up (a wrong host should not hang the start).
 CONNECT_TIMEOUT = 10
-
-
-def describe(url: str) -> str:
-    """`user@host:port/db` of a URL, without its password (or "a malformed URL")."""
-    try:
-        parts = conninfo_to_dict(url)
-    except psycopg.Error:
-        return "a malformed URL"
-    user = f"{parts['user']}@" if parts.get("user") else ""
-    port = f":{parts['port']}" if parts.get("port") else ""
-    return f"{user}{parts.get('host', 'localhost')}{port}/{parts.get('dbname', '')}"
-
-
-def _redact(text: str, url: str) -> str:
-    """The driver's message with the password taken out, should it ever quote it."""
-    try:
-        secret = str(conninfo_to_dict(url).get("password") or "")
-    except psycopg.Error:
-        secret = url.split("@", 1)[0]  # an unparsable URL: everything before the host may hold it
-    out = text.replace(secret, "***") if secret else text
-    return " ".join(out.split())[:300]
 
 
 async def connect(url: str) -> psycopg.AsyncConnection[Any]:
@@ -61,9 +39,9 @@ async def connect(url: str) -> psycopg.AsyncConnection[Any]:
         return await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=0,
                                                      row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT)
     except psycopg.ProgrammingError as e:
-        raise ConfigError(f"{SETTING}: not a valid Postgres URL ({_redact(str(e), url)})") from None
+        raise ConfigError(f"{SETTING}: not a valid Postgres URL ({scrub(str(e), url)})") from None
     except psycopg.Error as e:
-        raise ConfigError(f"{SETTING}: cannot reach Postgres at {describe(url)}: {_redact(str(e), url)}") from None
+        raise ConfigError(f"{SETTING}: cannot reach Postgres at {redact_url(url)}: {scrub(str(e), url)}") from None
 
 
 @asynccontextmanager
@@ -78,6 +56,6 @@ async def open_postgres(url: str, *, stock: bool,
             await conn.execute("SET synchronous_commit = off")
             await saver.setup()
         except psycopg.Error as e:
-            raise ConfigError(f"{SETTING}: cannot set up the checkpoint tables at {describe(url)}: "
-                              f"{_redact(str(e), url)}") from None
+            raise ConfigError(f"{SETTING}: cannot set up the checkpoint tables at {redact_url(url)}: "
+                              f"{scrub(str(e), url)}") from None
         yield saver

@@ -24,6 +24,9 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 PRIVATE_UMASK = 0o077
+#: The file whose lock a running bot holds (its clock's: services/files.py `OwnerLock`); `ania panel` alone and
+#: `ania migrate` hold it too, so no bot starts meanwhile.
+BOT_LOCK = "clock.lock"
 
 
 def make_private(data_dir: Path, *, create: bool = True) -> int:

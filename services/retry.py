@@ -60,3 +60,7 @@ ONEBOT_SEND = RetryPolicy(attempts=2)
 MCP_CALL = RetryPolicy(attempts=2)
 #: An embedding batch whose connection failed: once more after a short pause, then the embedder backs off.
 EMBEDDING = RetryPolicy(attempts=2, wait_sec=0.5)
+#: Opening the data directory's stores at start while it refuses writes (a full disk, a lock another process
+#: holds past the busy timeout, a file made immutable): 1, 2, 4 and 8 s apart, then the start fails with one
+#: line. A bot restarted by its supervisor into a brief refusal comes up instead of dying (found by the soak).
+STORE_OPEN = RetryPolicy(attempts=5, wait_sec=1.0, max_wait_sec=8.0)

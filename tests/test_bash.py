@@ -52,6 +52,12 @@ async def run(t: BashTool, ctx: RunContext, command: str) -> str:
     return await t.execute(t.parse({"command": command}), ctx)
 
 
+def mode_secs(mode: str, secs: float) -> str:
+    """A `sleep` length of the mode's own: the [off] and [bwrap] runs of one test may run at once on two
+    xdist workers, and neither must see, or wait for, the other's processes."""
+    return f"{secs + (1000 if mode == 'bwrap' else 0):g}"
+
+
 def procs_with(token: str) -> list[int]:
     """Live (not zombie) `sleep` processes whose command line holds `token`, sandboxed ones included."""
     found = []

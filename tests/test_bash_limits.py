@@ -24,17 +24,21 @@ from ania.fakes.openai_server import Calls, Reply
 from services.sandbox import limits as rlimits
 from services.sandbox.bwrap import SANDBOX_PATH
 from tests.conftest import make_settings
-from tests.test_bash import NEEDS_BWRAP, mode, procs_with, wait_no_procs  # noqa: F401 - the fixture
+from tests.test_bash import NEEDS_BWRAP, mode, mode_secs, procs_with, wait_no_procs  # noqa: F401 - the fixture
 
 PY = shutil.which("python3", path=SANDBOX_PATH)  # the system's: the bot's virtualenv is hidden in the sandbox
 NEEDS_PY = pytest.mark.skipif(PY is None, reason="no system python3 to write the bombs with")
 NEEDS_NPROC = pytest.mark.skipif(bool(rlimits.unenforceable(rlimits.Limits(max_processes=16))[0]),
                                  reason="root without a writable pids cgroup: no process limit binds here")
-SLEEP = "sleep 5.221"  # a token of our own, so other tests' sleeps are not counted
-#: Tries to hold 200 sleeping processes; prints how many it got and why it stopped; kills them at the end.
-FORK_BOMB = (f"{PY} -c 'import subprocess\nps = []\ntry:\n    for _ in range(200):\n"
-             f"        ps.append(subprocess.Popen([\"sleep\", \"{SLEEP.split()[1]}\"]))\n"
-             "except OSError as e:\n    print(e)\nprint(\"started\", len(ps))\nfor p in ps:\n    p.kill()\n'")
+
+
+def fork_bomb(sandbox: str) -> tuple[str, str]:
+    """A command that tries to hold 200 sleeping processes, prints how many it got and why it stopped, and
+    kills them at the end; and its `sleep` token (the mode's own, so other tests' sleeps are not counted)."""
+    secs = mode_secs(sandbox, 5.221)
+    return (f"{PY} -c 'import subprocess\nps = []\ntry:\n    for _ in range(200):\n"
+            f"        ps.append(subprocess.Popen([\"sleep\", \"{secs}\"]))\n"
+            "except OSError as e:\n    print(e)\nprint(\"started\", len(ps))\nfor p in ps:\n    p.kill()\n'"), f"sleep {secs}"
 
 
 def responder(body: dict[str, Any]) -> Reply | Calls:
@@ -76,18 +80,19 @@ async def test_the_defaults_apply(scripted_llm, make_chat, tmp_path: Path, mode:
 async def test_a_fork_bomb_is_bounded_and_another_chat_is_answered(scripted_llm, make_chat, tmp_path: Path,
                                                                    mode: str) -> None:  # noqa: F811
     chat = await chat_with_limits(scripted_llm, make_chat, tmp_path, mode, max_processes=16)
-    bomb = asyncio.create_task(run(chat, FORK_BOMB))
+    command, sleeps = fork_bomb(mode)
+    bomb = asyncio.create_task(run(chat, command))
     try:
         for _ in range(500):  # until the bomb holds its processes (or has ended)
-            if procs_with(SLEEP) or bomb.done():
+            if procs_with(sleeps) or bomb.done():
                 break
             await asyncio.sleep(0.02)
-        held = len(procs_with(SLEEP))
+        held = len(procs_with(sleeps))
         assert await chat.say("g:2", "u2", "hello") == ["hi there"]  # the bot answers meanwhile
         out = await asyncio.wait_for(bomb, 60)
     finally:
         bomb.cancel()
-        assert wait_no_procs(SLEEP)
+        assert wait_no_procs(sleeps)
     started = int(out.split("started ")[1].split()[0])
     assert 1 <= started < 16 and held < 16, out  # not 200
     assert "Resource temporarily unavailable" in out
@@ -172,16 +177,17 @@ print(asyncio.run(run_command(sys.argv[4], ws, 60, sandbox, limits)))
 @pytest.mark.xdist_group("nobody")  # RLIMIT_NPROC counts every process of the user: one at a time
 def test_as_a_normal_user_the_per_user_process_limit_binds(mode: str) -> None:  # noqa: F811
     """No cgroup for a normal user: RLIMIT_NPROC bounds the bomb (inside bwrap, counted per namespace)."""
+    command, sleeps = fork_bomb(mode)
     ws = Path(tempfile.mkdtemp(prefix="ania-nobody-"))
     try:
         os.chown(ws, 65534, 65534)
         ws.chmod(0o755)
         argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", NOBODY_CHILD,
-                str(Path(__file__).resolve().parents[1]), str(ws), mode, FORK_BOMB]
+                str(Path(__file__).resolve().parents[1]), str(ws), mode, command]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, cwd=ws)
     finally:
         shutil.rmtree(ws, ignore_errors=True)
-        assert wait_no_procs(SLEEP)
+        assert wait_no_procs(sleeps)
     if "binds" not in done.stdout:
         pytest.skip(f"cannot run the bot's python as nobody here: {done.stderr[-300:]}")
     assert "binds True problem ''" in done.stdout, done.stdout + done.stderr

@@ -193,11 +193,11 @@ async def test_a_corrupt_task_row_is_reported_and_the_others_still_load(scripted
     now = time.time()
     good = clock.db.add(task_row("f:u1", "@every 1s", "PROMPT-G", since=now, name="good"))
     bad_ids = [clock.db.add(task_row("f:u1", "@every 1s", f"PROMPT-B{i}", since=now)) for i in range(4)]
-    with chat.engine.services.store.locked() as db:
-        db.execute("UPDATE clock_tasks SET schedule = 'every so often' WHERE id = ?", [bad_ids[0]])
-        db.execute("UPDATE clock_tasks SET timezone = 'Mars/Olympus' WHERE id = ?", [bad_ids[1]])
-        db.execute("UPDATE clock_tasks SET enabled = 'maybe' WHERE id = ?", [bad_ids[2]])
-        db.execute("UPDATE clock_tasks SET session = 'x:1' WHERE id = ?", [bad_ids[3]])
+    with chat.engine.services.store.transaction() as db:
+        db.write("UPDATE clock_tasks SET schedule = 'every so often' WHERE id = ?", [bad_ids[0]])
+        db.write("UPDATE clock_tasks SET timezone = 'Mars/Olympus' WHERE id = ?", [bad_ids[1]])
+        db.write("UPDATE clock_tasks SET enabled = 'maybe' WHERE id = ?", [bad_ids[2]])
+        db.write("UPDATE clock_tasks SET session = 'x:1' WHERE id = ?", [bad_ids[3]])
     scripted_llm.respond_with(lambda body: Reply("the good one ran"))
     with caplog.at_level(logging.ERROR, logger="services.clock.service"):
         await clock.start()

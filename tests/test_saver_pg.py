@@ -217,7 +217,7 @@ async def test_a_bad_postgres_url_is_one_clear_line_without_the_password(tmp_pat
 
 async def test_a_wrong_database_is_a_clear_error(tmp_path, postgres_server):  # noqa: F811 - the fixture
     url = postgres_server.database_url("no_such_db").replace("ania@", "ania:pw-secret@")
-    with pytest.raises(ConfigError, match=r"cannot reach Postgres at ania@127\.0\.0\.1") as caught:
+    with pytest.raises(ConfigError, match=r"cannot reach Postgres at postgresql://ania:\*\*\*@127\.0\.0\.1") as caught:
         async with open_checkpointer(tmp_path, url):
             pass
     assert "pw-secret" not in str(caught.value)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 
@@ -21,6 +20,7 @@ from ania.flow.chats import Chats
 from ania.flow.message import Waiting
 from services.context import CallbackBridge
 from services.flow import Buckets, Notices
+from services.store import WRITE_REFUSED
 from services.usage import Batch, pid_alive
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class Flow:
             return None
         try:
             inbox_id = services.inbox.record(session_key, user_id, body, message_id=message_id, trigger=trigger)
-        except (sqlite3.Error, OSError) as e:  # disk full or locked: answered all the same, only not durable
+        except WRITE_REFUSED as e:  # disk full or locked: answered all the same, only not durable
             log.error("could not record a message of %s in the inbox (answered, but not kept across a restart): %s",
                       session_key, e)
             inbox_id = 0

@@ -32,10 +32,10 @@ from ania.panel.listen import link_host, login_link, loopback, split_listen
 from ania.platforms.bridge import ChatBridge
 from core.errors import RunError
 from core.settings import PanelSettings, Paths
+from services.datadir import BOT_LOCK
 from services.files import OwnerLock
 
 log = logging.getLogger("ania.panel")
-BOT_LOCK = "clock.lock"
 BOT_RUNNING = ("a bot (process {pid}) runs on the data directory {dir}; its panel is part of it (panel.enable): "
                "open that one, or stop the bot to run `ania panel` alone")
 TLS_WARNING = ("ania panel: listening on {where}, beyond this machine: put a TLS proxy (https) in front of it and "

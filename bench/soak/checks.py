@@ -4,7 +4,9 @@ the bot's SQLite files and the samples.
 A message the bot received is its responsibility: it has exactly one outcome, a reply naming its marker or a
 query-log row saying why not (stopped, error, timeout, interrupted, quota). A message sent less than
 `IN_FLIGHT_SEC` before a kill -9 may not have reached the bot: it is counted apart ("in flight at a kill"),
-never as answered.
+never as answered. So is one that arrived while another process held the SQLite files' lock, when the kill
+came before the bot could catch up (`LOCK_CATCH_UP_SEC` after the lock's end): no write, its inbox row
+included, can land while the lock is held, so the bot had no record of it yet.
 """
 
 from __future__ import annotations
@@ -19,14 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from ania.engine import TURN_FAILED
+from ania.flow.flow import QUEUE_FULL, RATE_LIMITED
 from bench.soak.bot import BotProcess, Sample, run_cli
+from bench.soak.ledger import marker_by_id, row_markers
 from bench.soak.model import markers_of
 
 IN_FLIGHT_SEC = 1.0
-SETTLED = {"error", "timeout", "stopped", "interrupted", "quota", "rate_limit", "limit"}
+LOCK_CATCH_UP_SEC = 3.0
+#: A query-log row saying why a message got no answer of its own: the turn's end, or (issue 23's flow) the
+#: message refused at the door or dropped by /stop while it waited.
+SETTLED = {"error", "timeout", "stopped", "interrupted", "quota", "rate_limited", "queue_full"}
 EVERY = re.compile(r"@every (\d+)s")
 MISSED_RUNS = re.compile(r"(\d+) run\(s\) due while the bot was down")
 NOTICE = TURN_FAILED.split(" ({")[0]  # "Sorry, something went wrong on my side"
+REFUSAL_NOTICES = (RATE_LIMITED.split("{")[0], QUEUE_FULL.split("}")[1].split("{")[0])
 
 
 @dataclass
@@ -34,12 +42,6 @@ class Check:
     name: str
     passed: bool
     figure: str
-
-
-def query_rows(data: Path) -> list[dict[str, Any]]:
-    with sqlite3.connect(data / "ania.db") as db:
-        db.row_factory = sqlite3.Row
-        return [dict(r) for r in db.execute("SELECT session, trigger, input, status, started, reply FROM query_log")]
 
 
 def in_flight(sent: float, kills: list[float], closes: list[float]) -> bool:
@@ -52,10 +54,18 @@ def in_flight(sent: float, kills: list[float], closes: list[float]) -> bool:
     return False
 
 
-def reply_times(record: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[dict[str, list[float]],
-                                                                          dict[str, list[str]], set[int]]:
-    """marker → when the chat received an answer to it (its marker in a reply, or its row's reply, such as a
-    notice, reaching the chat); marker → the statuses of its query-log rows; the replies so claimed."""
+def unrecorded_at_kill(sent: float, kills: list[float], locked: list[tuple[float, float]]) -> bool:
+    """Sent while another process held the lock (or after it), with a kill -9 at most LOCK_CATCH_UP_SEC after
+    the lock's end: the bot's write of it was waiting for the lock or its backlog when the kill came."""
+    return any(a <= sent <= k and b <= k <= b + LOCK_CATCH_UP_SEC for a, b in locked for k in kills)
+
+
+def reply_times(record: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[
+        dict[str, list[float]], dict[str, list[str]], set[int], set[str]]:
+    """marker → when the chat received an answer to it (its marker in a reply: a batch's answer names every
+    marker of the batch; or its row's reply, such as a notice, reaching the chat); marker → the statuses of
+    the query-log rows that account for it (ledger.row_markers: by `message_ids`, or its input); the replies
+    so claimed; the markers whose answer is their row's notice."""
     replies: dict[str, list[float]] = {}
     claimed: set[int] = set()
     for i, r in enumerate(record["replies"]):
@@ -63,17 +73,23 @@ def reply_times(record: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[dic
             replies.setdefault(marker, []).append(r["at"])
             claimed.add(i)
     statuses: dict[str, list[str]] = {}
+    noticed: set[str] = set()
+    by_id = marker_by_id(record)
     for row in rows:
-        for marker in set(markers_of(row["input"] or "")):
+        markers = row_markers(row, by_id)
+        for marker in markers:
             statuses.setdefault(marker, []).append(row["status"])
-            notice = (row["reply"] or "")[:200]
-            if notice and marker not in replies:
-                got = [i for i, r in enumerate(record["replies"]) if i not in claimed and r["chat"] == row["session"]
-                       and r["at"] >= row["started"] and r["text"].startswith(notice)]
-                if got:
+        notice = (row["reply"] or "")[:200]
+        waiting = [m for m in markers if m not in replies]  # a batch's notice answers each of its messages
+        if notice and waiting:
+            got = [i for i, r in enumerate(record["replies"]) if i not in claimed and r["chat"] == row["session"]
+                   and r["at"] >= row["started"] and r["text"].startswith(notice)]
+            if got:
+                claimed.add(got[0])
+                for marker in waiting:
                     replies[marker] = [record["replies"][got[0]]["at"]]
-                    claimed.add(got[0])
-    return replies, statuses, claimed
+                    noticed.add(marker)
+    return replies, statuses, claimed, noticed
 
 
 def unlogged_notice(record: dict[str, Any], m: dict[str, Any], claimed: set[int]) -> bool:
@@ -86,10 +102,51 @@ def unlogged_notice(record: dict[str, Any], m: dict[str, Any], claimed: set[int]
     return False
 
 
-def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[float]) -> dict[str, Any]:
-    """Each marked message's outcome: replied, settled (a row says why not), in flight at a kill, or lost."""
-    replies, statuses, claimed = reply_times(record, rows)
-    lost, doubled, latency = [], [], {}
+def unlogged_refusal(record: dict[str, Any], m: dict[str, Any], claimed: set[int]) -> bool:
+    """A rate-limit or full-queue notice quoting the message, that no row claims: it was refused while the
+    data directory refused writes (the notice goes out, its row cannot be written). Claimed here, once."""
+    for i, r in enumerate(record["replies"]):
+        if (i not in claimed and m.get("mid") and r.get("quote") == m["mid"]
+                and any(part in r["text"] for part in REFUSAL_NOTICES)):
+            claimed.add(i)
+            return True
+    return False
+
+
+def _without_answer(record: dict[str, Any], unanswered: list[dict[str, Any]], claimed: set[int],
+                    batch: dict[str, set[str]], statuses: dict[str, list[str]], category: dict[str, str]) -> list[str]:
+    """The outcome of each message nothing answered by marker or row: a failure or refusal notice no row
+    claims (written while the data directory refused writes), else lost (returned, oldest first).
+
+    A notice without a row answers the newest message before it that nothing else answered: one stopped while
+    it waited has no answer later, so the oldest is not the one whose turn failed. A turn whose closing write
+    was refused keeps its row `running` and quotes its batch's last message in its notice: that notice
+    answers every message of the batch."""
+    lost: list[str] = []
+    waiting = {m["marker"] for m in unanswered}
+    for m in sorted(unanswered, key=lambda m: m["at"], reverse=True):
+        marker = m["marker"]
+        if marker in category:
+            continue
+        if unlogged_notice(record, m, claimed):
+            for one in {marker} | (batch.get(marker, set()) & waiting):
+                category.setdefault(one, "failure notice, no row (writes refused)")
+        elif unlogged_refusal(record, m, claimed):
+            category[marker] = "refusal notice, no row (writes refused)"
+        else:
+            category[marker] = "lost"
+            lost.append(f"{marker} ({m['kind']} in {m['chat']} at {m['at']:.1f}, rows: {statuses.get(marker, [])})")
+    return lost[::-1]
+
+
+def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[float],
+             locked: list[tuple[float, float]] | None = None) -> dict[str, Any]:
+    """Each marked message's outcome: replied, settled (a row says why not: its notice, when one is due, is
+    claimed too), in flight at a kill (or unrecorded, the store locked), or lost."""
+    replies, statuses, claimed, noticed = reply_times(record, rows)
+    by_id = marker_by_id(record)
+    batch = {m: row_markers(r, by_id) for r in rows for m in row_markers(r, by_id)}
+    doubled, latency = [], {}
     category: dict[str, str] = {}
     unanswered = []
     for m in record["messages"]:
@@ -99,27 +156,21 @@ def outcomes(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[flo
         got = replies.get(marker, [])
         if len(got) > 1:
             doubled.append(marker)
+        settled = SETTLED & set(statuses.get(marker, []))
         if not m["delivered"]:
             category[marker] = "not delivered (link down)"
-        elif got:
+        elif got and not (marker in noticed and settled):
             category[marker] = "replied"
             latency[marker] = min(got) - m["at"]
-        elif SETTLED & set(statuses.get(marker, [])):
-            category[marker] = "settled: " + "/".join(sorted(SETTLED & set(statuses[marker])))
+        elif settled:
+            category[marker] = "settled: " + "/".join(sorted(settled))
         elif in_flight(m["at"], kills, record.get("closes", [])):
             category[marker] = "in flight at a kill -9"
+        elif unrecorded_at_kill(m["at"], kills, locked or []):
+            category[marker] = "unrecorded at a kill -9 (store locked)"
         else:
             unanswered.append(m)
-    # A notice without a row answers the newest message before it that nothing else answered: one stopped
-    # while it waited has no answer later, so the oldest is not the one whose turn failed.
-    for m in sorted(unanswered, key=lambda m: m["at"], reverse=True):
-        marker = m["marker"]
-        if unlogged_notice(record, m, claimed):
-            category[marker] = "failure notice, no row (writes refused)"
-        else:
-            category[marker] = "lost"
-            lost.append(f"{marker} ({m['kind']} in {m['chat']} at {m['at']:.1f}, rows: {statuses.get(marker, [])})")
-    lost.reverse()
+    lost = _without_answer(record, unanswered, claimed, batch, statuses, category)
     tally = Counter(category.values())
     return {"tally": tally, "lost": lost, "doubled": doubled, "latency": latency, "category": category}
 

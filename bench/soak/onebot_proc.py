@@ -80,9 +80,9 @@ class Player:
         group = m.chat.startswith("g:")
         peer = int(m.chat[2:])
         if not group:
-            await self.fake.private_message(peer, m.text)
+            record["mid"] = str(await self.fake.private_message(peer, m.text))
         else:
-            await self.fake.group_message(peer, m.user, self._segments(m, peer))
+            record["mid"] = str(await self.fake.group_message(peer, m.user, self._segments(m, peer)))
         if m.kind == "approve":
             self._spawn(self.answer_approval(m.chat, peer, before))
 
@@ -125,7 +125,8 @@ class Player:
         for s, at_mono in zip(self.fake.sent, self.fake.sent_at, strict=False):
             chat = f"g:{s['group_id']}" if s["action"] == "send_group_msg" else f"f:{s['user_id']}"
             body = "".join(seg["data"].get("text", "") for seg in s["message"] if seg["type"] == "text")
-            out.append({"chat": chat, "text": body, "at": at_mono + self.offset})
+            quote = next((str(seg["data"].get("id", "")) for seg in s["message"] if seg["type"] == "reply"), "")
+            out.append({"chat": chat, "text": body, "at": at_mono + self.offset, "quote": quote})
         calls: dict[str, int] = {}
         for action, _ in self.fake.calls:
             calls[action] = calls.get(action, 0) + 1

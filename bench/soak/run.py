@@ -18,13 +18,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.soak import checks, faults, report
+from bench.soak import checks, faults, ledger, report
 from bench.soak.bot import ROOT, BotProcess, write_config
 from bench.soak.traffic import PROCESS_FAULTS, Plan, make_plan
+from core.settings.flow import FlowSettings
 
 SAMPLE_SEC = 2.0
 BOOT_SEC = 6.0  # traffic starts this long after the bot is started
 MODEL_FAULT = ("fault=", "slow=")
+NOTICE_WINDOW_SEC = FlowSettings().notice_window_sec  # the soak runs the flow's defaults (bot.write_config)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,17 +94,20 @@ def soak(args: argparse.Namespace, work: Path) -> bool:
     bot = BotProcess(work / "config", work / "data", work / "bot.log")
     kills: list[float] = []
     refused: list[tuple[float, float]] = []
+    locked: list[tuple[float, float]] = []
     notes: dict[str, list[str]] = {}
     try:
         bot.start()
-        drive(plan, bot, start, kills, notes, refused)
+        drive(plan, bot, start, kills, notes, refused, locked)
         stopped = time.time()
         (work / "samples.json").write_text(json.dumps([vars(x) for x in bot.samples]))
+        (work / "faults.json").write_text(json.dumps({"kills": kills, "refused": refused, "locked": locked,
+                                                            "notes": notes}))
         code = bot.stop()
         notes.setdefault("clean stop", []).append(f"exit {code}")
         onebot.terminate()
         onebot.wait(30)
-        results = judge(plan, bot, work, kills, notes, stopped, code, refused)
+        results = judge(plan, bot, work, kills, notes, stopped, code, refused, locked)
     finally:
         for proc in (onebot, model):
             if proc.poll() is None:
@@ -115,7 +120,7 @@ def soak(args: argparse.Namespace, work: Path) -> bool:
 
 
 def drive(plan: Plan, bot: BotProcess, start: float, kills: list[float], notes: dict[str, list[str]],
-          refused: list[tuple[float, float]]) -> None:
+          refused: list[tuple[float, float]], locked: list[tuple[float, float]]) -> None:
     """Sample every SAMPLE_SEC and play the faults done from outside at their times, until the run's end."""
     todo = [f for f in plan.faults if f.kind in PROCESS_FAULTS]
     end = start + plan.seconds
@@ -128,7 +133,9 @@ def drive(plan: Plan, bot: BotProcess, start: float, kills: list[float], notes: 
                 faults.kill_and_restart(bot)
                 notes.setdefault("kill9", []).append("started again; the fake kept its side, the bot dialled it")
             elif fault.kind == "sqlite_lock":
+                began = time.time()
                 notes.setdefault("sqlite_lock", []).append(faults.hold_sqlite_lock(bot.data))
+                locked.append((began, time.time()))
             else:
                 began = time.time()
                 said = faults.refuse_writes(bot.data)
@@ -142,10 +149,11 @@ def drive(plan: Plan, bot: BotProcess, start: float, kills: list[float], notes: 
 
 
 def judge(plan: Plan, bot: BotProcess, work: Path, kills: list[float], notes: dict[str, list[str]],
-          stopped: float, code: int | None, refused: list[tuple[float, float]]) -> dict[str, Any]:
+          stopped: float, code: int | None, refused: list[tuple[float, float]],
+          locked: list[tuple[float, float]]) -> dict[str, Any]:
     record = json.loads((work / "onebot.json").read_text())
-    rows = checks.query_rows(bot.data)
-    out = checks.outcomes(record, rows, kills)
+    rows = ledger.query_rows(bot.data)
+    out = checks.outcomes(record, rows, kills, locked)
     fired, kept, clock_statuses = checks.clock_check(bot.data, stopped - 10, refused)
     resource_checks, figures = checks.resources(bot.samples, bot.starts[-1])
     chats = sorted({m.chat for m in plan.messages})
@@ -157,6 +165,7 @@ def judge(plan: Plan, bot: BotProcess, work: Path, kills: list[float], notes: di
                      (": " + "; ".join(out["lost"][:8]) if out["lost"] else "")),
         checks.Check("nothing doubled", not out["doubled"], f"{len(out['doubled'])} answered twice" +
                      (": " + ", ".join(out["doubled"][:8]) if out["doubled"] else "")),
+        *flow_checks(record, rows, kills),
         checks.Check("the bot never died on its own", "bot died" not in notes, "; ".join(notes.get("bot died", []))
                      or f"{len(bot.starts) - 1} restart(s), all after a kill -9"),
         checks.Check("clean stop (SIGTERM)", code == 0, f"exit {code}"),
@@ -164,8 +173,26 @@ def judge(plan: Plan, bot: BotProcess, work: Path, kills: list[float], notes: di
                      f"{unhandled} unhandled; {tracebacks} traceback(s) of handled errors in all"),
         fired, kept, checks.integrity(bot.data), *checks.sessions_check(bot, chats), *resource_checks,
     ]
+    batches = [len(r["message_ids"]) for r in rows if len(r["message_ids"]) > 1]
     return {"record": record, "out": out, "checks": found, "figures": figures, "clock": clock_statuses,
-            "notes": notes, "rows": len(rows)}
+            "notes": notes, "rows": len(rows), "batches": batches, "statuses": Counter(r["status"] for r in rows)}
+
+
+def flow_checks(record: dict[str, Any], rows: list[dict[str, Any]], kills: list[float]) -> list[checks.Check]:
+    """The group-chat flow's invariants (ledger): no message in two rows, a batch's answer quotes its last
+    message, and refusal notices at most once per member and window."""
+    twice = ledger.twice_in_log(rows, ledger.marker_by_id(record))
+    quoted, wrong = ledger.quotes(record)
+    refusals, notices, told_twice = ledger.notices_per_window(rows, NOTICE_WINDOW_SEC, kills)
+    return [
+        checks.Check("nothing doubled in the query log", not twice, f"{len(twice)} message(s) in two rows" +
+                     (": " + ", ".join(twice[:8]) if twice else "")),
+        checks.Check("an answer quotes its batch's last message", not wrong,
+                     report.tally_text(quoted) + (": " + "; ".join(wrong[:5]) if wrong else "")),
+        checks.Check("refusal notices at most once per member and window", not told_twice,
+                     f"{refusals} refused (rate_limited/queue_full), {notices} notice(s) sent" +
+                     (": told twice: " + ", ".join(told_twice[:5]) if told_twice else "")),
+    ]
 
 
 def finish(args: argparse.Namespace, plan: Plan, results: dict[str, Any], model_log: dict[str, Any],
@@ -190,7 +217,9 @@ def finish(args: argparse.Namespace, plan: Plan, results: dict[str, Any], model_
         ("messages sent by the fake", f"{len(record['messages'])} ({report.tally_text(kinds)})"),
         ("outcomes of marked messages", report.tally_text(out["tally"])),
         ("replies the fake received", str(len(record["replies"]))),
-        ("query-log rows", str(results["rows"])),
+        ("query-log rows", f"{results['rows']} ({report.tally_text(results['statuses'])})"),
+        ("turns that answered several messages", f"{len(results['batches'])} (messages in them: "
+         f"{sum(results['batches'])}, largest {max(results['batches'], default=0)})"),
         ("model requests", str(model_log.get("count", "?"))),
         ("scheduled task runs", report.tally_text(results["clock"])),
         ("approvals answered by an admin", str(record["approvals"]["answered"])),

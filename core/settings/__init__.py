@@ -38,6 +38,7 @@ from core.settings.check import (
     unknown_in_env,
     unknown_in_file,
 )
+from core.settings.cluster import ClusterSettings
 from core.settings.flow import FlowSettings
 from core.settings.panel import PanelSettings
 from core.settings.platform import FilesSettings, MemeSettings, OneBotSettings, WebSettings
@@ -76,6 +77,7 @@ __all__ = [
     "BashSettings",
     "BotSettings",
     "ClockSettings",
+    "ClusterSettings",
     "EmbeddingSettings",
     "EngineSettings",
     "FilesSettings",
@@ -136,6 +138,7 @@ class Settings(BaseSettings):
     engine: EngineSettings = Field(default_factory=EngineSettings)
     panel: PanelSettings = Field(default_factory=PanelSettings)
     flow: FlowSettings = Field(default_factory=FlowSettings)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
 
     #: The file `load_settings` read (or would have read: it may not exist); errors name it.
     config_file: ClassVar[Path | None] = None
@@ -181,7 +184,7 @@ ADMINS_ONLY_KEYS = frozenset({
     "bash.blacklist", "bash.whitelist", "bash.workdir", "files.allowed_dirs",
     "llm.base_url", "embedding.base_url", "vision.base_url", "knowledge.chroma_url",
     "onebot.ws_url", "onebot.listen", "onebot.path", "panel.listen", "panel.public_url", "web.search_url",
-    "web.reader_url", "meme.url",
+    "web.reader_url", "meme.url", "cluster.postgres_url",
 })
 
 

@@ -1,7 +1,7 @@
 """The clock's tables in the app store (`data/ania.db`, migration `004_clock`): tasks and the task log.
 
-Every method is one short statement or transaction under the store's lock; the service calls the ones
-on a run's path from a worker thread. A fire writes its log row and the task's `last_fire` together, and
+Every method is one short statement or transaction (on SQLite or Postgres: services/store.py); the service
+calls the ones on a run's path from a worker thread. A fire writes its log row and the task's `last_fire` together, and
 a run-once task's last row and its deletion are one transaction, so a crash never leaves one without
 the other.
 """
@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
 from services.clock.model import ClockRun, ClockTask, RunOutcome
-from services.store import AppStore
+from services.store import AppStore, Tx
 
 TASK_COLUMNS = ("session", "name", "schedule", "prompt", "timezone", "run_once", "enabled", "timeout_sec",
                 "created_by", "created_at", "since", "last_fire")
@@ -32,83 +31,74 @@ class ClockStore:
     def add(self, values: Mapping[str, Any]) -> int:
         cols = ", ".join(TASK_COLUMNS)
         marks = ", ".join("?" for _ in TASK_COLUMNS)
-        with self._store.locked() as db:
-            cur = db.execute(f"INSERT INTO clock_tasks ({cols}) VALUES ({marks})", [values[c] for c in TASK_COLUMNS])  # noqa: S608 - constant TASK_COLUMNS, values as ? placeholders
-            return int(cur.lastrowid or 0)
+        return self._store.insert(f"INSERT INTO clock_tasks ({cols}) VALUES ({marks})",  # noqa: S608 - constant TASK_COLUMNS, values as ? placeholders
+                                  [values[c] for c in TASK_COLUMNS])
 
     def rows(self, session: str | None = None) -> list[dict[str, Any]]:
         """Raw task rows, by id (the service turns them into tasks and reports the ones that are not)."""
         where, args = ("WHERE session = ?", [session]) if session else ("", [])
-        with self._store.locked() as db:
-            cur = db.execute(f"SELECT * FROM clock_tasks {where} ORDER BY id", args)  # noqa: S608 - `where` is empty or a constant clause, values as ? placeholders
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        return self._store.query(f"SELECT * FROM clock_tasks {where} ORDER BY id", args)  # noqa: S608 - `where` is empty or a constant clause, values as ? placeholders
 
     def row(self, task_id: int) -> dict[str, Any] | None:
-        with self._store.locked() as db:
-            cur = db.execute("SELECT * FROM clock_tasks WHERE id = ?", [task_id])
-            names = [d[0] for d in cur.description]
-            found = cur.fetchone()
-        return None if found is None else dict(zip(names, found, strict=True))
+        found = self._store.query("SELECT * FROM clock_tasks WHERE id = ?", [task_id])
+        return found[0] if found else None
 
     def get(self, task_id: int) -> ClockTask | None:
         found = self.row(task_id)
         return None if found is None else ClockTask.from_row(found)
 
     def count(self, session: str) -> int:
-        with self._store.locked() as db:
-            return int(db.execute("SELECT count(*) FROM clock_tasks WHERE session = ?", [session]).fetchone()[0])
+        return int(self._store.query("SELECT count(*) AS n FROM clock_tasks WHERE session = ?", [session])[0]["n"])
 
     def update(self, task_id: int, **values: Any) -> None:
         sets = ", ".join(f"{k} = ?" for k in values)
-        with self._store.locked() as db:
-            db.execute(f"UPDATE clock_tasks SET {sets} WHERE id = ?", [*values.values(), task_id])  # noqa: S608 - the column names are our own callers' keyword names, values as ? placeholders
+        self._store.write(f"UPDATE clock_tasks SET {sets} WHERE id = ?", [*values.values(), task_id])  # noqa: S608 - the column names are our own callers' keyword names, values as ? placeholders
 
     def delete(self, task_id: int) -> None:
-        with self._store.locked() as db:
-            db.execute("DELETE FROM clock_tasks WHERE id = ?", [task_id])
+        self._store.write("DELETE FROM clock_tasks WHERE id = ?", [task_id])
 
     # --- the task log --------------------------------------------------------------------------
     def start_run(self, run: ClockRun, fired: bool) -> None:
         """The `running` row; `fired` (the schedule fired it, not a person) also moves the task's last_fire."""
-        with self._store.locked() as db, _transaction(db):
-            _insert(db, run)
+        with self._store.transaction() as tx:
+            _insert(tx, run)
             if fired:
-                db.execute("UPDATE clock_tasks SET last_fire = ? WHERE id = ?", [run.scheduled, run.task_id])
+                tx.write("UPDATE clock_tasks SET last_fire = ? WHERE id = ?", [run.scheduled, run.task_id])
 
     def add_missed(self, runs: Iterable[ClockRun], last_fire: float | None = None) -> None:
         """`missed` rows; with `last_fire`, the task's last fire moves there (its fires up to it are accounted)."""
         runs = list(runs)
-        with self._store.locked() as db, _transaction(db):
+        with self._store.transaction() as tx:
             for run in runs:
-                _insert(db, run)
+                _insert(tx, run)
             if last_fire is not None and runs:
-                db.execute("UPDATE clock_tasks SET last_fire = ? WHERE id = ?", [last_fire, runs[0].task_id])
+                tx.write("UPDATE clock_tasks SET last_fire = ? WHERE id = ?", [last_fire, runs[0].task_id])
 
     def finish_run(self, run_id: str, task_id: int, outcome: RunOutcome, delete_task: bool) -> None:
         calls = json.dumps([asdict(c) for c in outcome.tool_calls], ensure_ascii=False)
-        with self._store.locked() as db, _transaction(db):
-            db.execute(
+        with self._store.transaction() as tx:
+            tx.write(
                 "UPDATE clock_runs SET status = ?, ended = ?, tool_calls = ?, tool_call_count = ?, usage = ?, "
                 "reply = ?, detail = ?, delivered = ?, thread = ? WHERE id = ?",
                 [outcome.status, time.time(), calls, outcome.tool_call_count, json.dumps(dict(outcome.usage)),
                  outcome.reply, outcome.detail, int(outcome.delivered), outcome.thread, run_id])
             if delete_task:
-                db.execute("DELETE FROM clock_tasks WHERE id = ?", [task_id])
-            db.execute("DELETE FROM clock_runs WHERE task_id = ? AND id NOT IN (SELECT id FROM clock_runs "
-                       "WHERE task_id = ? ORDER BY scheduled DESC, rowid DESC LIMIT ?)", [task_id, task_id, KEEP_RUNS])
+                tx.write("DELETE FROM clock_tasks WHERE id = ?", [task_id])
+            tx.write("DELETE FROM clock_runs WHERE task_id = ? AND id NOT IN (SELECT id FROM clock_runs "
+                     "WHERE task_id = ? ORDER BY scheduled DESC, rowid DESC LIMIT ?)", [task_id, task_id, KEEP_RUNS])
 
     def interrupt(self, run_id: str, detail: str) -> None:
-        with self._store.locked() as db:
-            db.execute("UPDATE clock_runs SET status = 'interrupted', ended = ?, detail = ? WHERE id = ? "
-                       "AND status = 'running'", [time.time(), detail, run_id])
+        self._store.write("UPDATE clock_runs SET status = 'interrupted', ended = ?, detail = ? WHERE id = ? "
+                          "AND status = 'running'", [time.time(), detail, run_id])
 
     def interrupt_all(self, detail: str) -> list[ClockRun]:
-        """Rows left `running` (the bot died during their run) become `interrupted`; returns them."""
-        with self._store.locked() as db, _transaction(db):
-            left = _select(db, "WHERE status = 'running'", [])
-            db.execute("UPDATE clock_runs SET status = 'interrupted', ended = ?, detail = ? WHERE status = 'running'",
-                       [time.time(), detail])
+        """Rows left `running` (the bot died during their run) become `interrupted`; returns them (as they
+        were: locked when read, so the rows changed are the rows returned)."""
+        with self._store.transaction() as tx:
+            left = _select(tx, "WHERE status = 'running' ORDER BY rowid" + self._store.dialect.for_update, [])
+            for run in left:
+                tx.write("UPDATE clock_runs SET status = 'interrupted', ended = ?, detail = ? WHERE id = ?",
+                         [time.time(), detail, run.id])
         return left
 
     def runs(self, *, session: str | None = None, task_id: int | None = None, limit: int = 10) -> list[ClockRun]:
@@ -122,31 +112,16 @@ class ClockStore:
             conds.append("task_id = ?")
             args.append(task_id)
         where = ("WHERE " + " AND ".join(conds)) if conds else ""
-        with self._store.locked() as db:
-            return _select(db, f"{where} ORDER BY scheduled DESC, rowid DESC LIMIT ?", [*args, limit])
+        return _select(self._store, f"{where} ORDER BY scheduled DESC, rowid DESC LIMIT ?", [*args, limit])
 
 
-@contextmanager
-def _transaction(db: Any) -> Iterator[None]:
-    """The store's connection is in autocommit mode: a group of writes is made atomic explicitly."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-
-
-def _insert(db: Any, run: ClockRun) -> None:
-    db.execute(
+def _insert(tx: Tx, run: ClockRun) -> None:
+    tx.write(
         "INSERT INTO clock_runs (id, task_id, session, task_name, status, scheduled, started, ended, detail, thread) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [run.id, run.task_id, run.session, run.task_name, run.status, run.scheduled, run.started, run.ended,
          run.detail, run.thread])
 
 
-def _select(db: Any, tail: str, args: list[Any]) -> list[ClockRun]:
-    cur = db.execute(f"SELECT * FROM clock_runs {tail}", args)  # noqa: S608 - callers pass constant tails, values as ? placeholders
-    names = [d[0] for d in cur.description]
-    return [ClockRun.from_row(dict(zip(names, r, strict=True))) for r in cur.fetchall()]
+def _select(db: Tx | AppStore, tail: str, args: list[Any]) -> list[ClockRun]:
+    return [ClockRun.from_row(r) for r in db.query(f"SELECT * FROM clock_runs {tail}", args)]  # noqa: S608 - callers pass constant tails, values as ? placeholders

@@ -36,19 +36,21 @@ class Inbox:
     def record(self, session: str, sender: str, body: str, *, message_id: str = "", trigger: str = "message",
                received: float | None = None) -> int:
         """The new row's id (committed when this returns)."""
-        return self._store.write(
+        return self._store.insert(
             "INSERT INTO inbox (received, session, sender, message_id, body, trigger, pid) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [time.time() if received is None else received, session, sender, message_id, body, trigger, os.getpid()])
 
     def waiting(self, accept: Callable[[str], bool], alive: Callable[[int], bool]) -> list[InboxRow]:
         """Rows left by a process that is gone, of the sessions `accept` takes, oldest first; they become
-        this process's (a second restart before they are answered finds them again)."""
+        this process's (a second restart before they are answered finds them again). A row is taken only
+        while it still names the dead process: of two processes starting together on one shared store,
+        one takes it."""
         rows = self._store.query("SELECT id, received, session, sender, message_id, body, trigger, pid FROM inbox "
                                  "ORDER BY id")
-        mine = [r for r in rows if accept(r["session"]) and not alive(int(r["pid"] or 0))]
-        for r in mine:
-            self._store.write("UPDATE inbox SET pid = ? WHERE id = ?", [os.getpid(), r["id"]])
+        left = [r for r in rows if accept(r["session"]) and not alive(int(r["pid"] or 0))]
+        mine = [r for r in left if self._store.write("UPDATE inbox SET pid = ? WHERE id = ? AND pid = ?",
+                                                     [os.getpid(), r["id"], r["pid"]])]
         return [InboxRow(r["id"], r["received"], r["session"], r["sender"], r["message_id"] or "", r["body"],
                          r["trigger"] or "message") for r in mine]
 

@@ -20,6 +20,7 @@ import contextlib
 import os
 import secrets
 import signal
+import time
 from pathlib import Path
 
 from core.errors import ToolError
@@ -59,21 +60,46 @@ class _Output:
         return body
 
 
+_PF_KTHREAD = 0x00200000
+_EXEC_WAIT, _EXEC_ROUNDS = 0.02, 25  # a process caught inside execve is looked at again, up to 0.5 s
+
+
 def _stat(pid: str) -> tuple[int, int] | None:
     """(session id, start time) of a process, or None when it is gone."""
+    fields = _fields(pid)
+    return None if fields is None else (int(fields[3]), int(fields[19]))
+
+
+def _fields(pid: str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None when it is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[3]), int(fields[19])
+        int(fields[3]), int(fields[19])
     except (OSError, IndexError, ValueError):
         return None
+    return fields
+
+
+def _mid_exec(pid: str, started: int) -> bool:
+    """Whether a process started after the command looks caught inside execve: between the switch to its
+    new memory and the setting up of its arguments, its environment and command line read as empty, so
+    the marker cannot be seen yet (a `setsid` child exec'ing its program). Kernel threads, zombies and
+    processes with a real command line are not."""
+    fields = _fields(pid)
+    if fields is None or fields[0] in "ZX" or int(fields[6]) & _PF_KTHREAD or int(fields[19]) < started:
+        return False
+    try:
+        return not Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def kill_escapes(marker: bytes, leader: int, started: int) -> int:
     """SIGKILL our uid's processes that carry `marker` in their environment or are still in the
     leader's session (and started after it, so a reused pid is not taken); returns how many."""
-    me, uid, killed = os.getpid(), os.getuid(), 0
-    for _ in range(_SCAN_ROUNDS):  # again while something was found: it may have forked meanwhile
-        found = 0
+    me, uid, killed, rounds, exec_rounds = os.getpid(), os.getuid(), 0, 0, 0
+    while rounds < _SCAN_ROUNDS:  # again while something was found: it may have forked meanwhile
+        found, unsure = 0, False
         for pid in (p for p in os.listdir("/proc") if p.isdigit() and int(p) != me):
             try:
                 if os.stat(f"/proc/{pid}").st_uid != uid:
@@ -87,8 +113,15 @@ def kill_escapes(marker: bytes, leader: int, started: int) -> int:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(int(pid), signal.SIGKILL)
                     found += 1
+            elif environ == b"\0" and _mid_exec(pid, started):
+                unsure = True
         killed += found
-        if not found:
+        if found:
+            rounds += 1
+        elif unsure and exec_rounds < _EXEC_ROUNDS:  # look again once its execve has finished
+            exec_rounds += 1
+            time.sleep(_EXEC_WAIT)
+        else:
             break
     return killed
 

@@ -19,14 +19,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from core.settings import LogsSettings
-from services.store import AppStore
+from services.store import WRITE_REFUSED, AppStore
+from services.store_schema import SQLITE, Dialect
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +68,14 @@ class QueryFilter:
     until: float | None = None
     offset: int = 0
 
-    def where(self) -> tuple[str, list[Any]]:
+    def where(self, dialect: Dialect = SQLITE) -> tuple[str, list[Any]]:
         """The SQL condition (constant text, values as ? placeholders) and its values."""
         where: list[str] = []
         args: list[Any] = []
         # With a chat given, `+` keeps SQLite on the (session, started) index: the status index of a common
         # status ("success") would walk most of the table.
-        plus = "+" if self.session else ""
-        for column, value in (("session", self.session), (plus + "status", self.status), ("sender", self.sender)):
+        status = dialect.unindexed("status") if self.session else "status"
+        for column, value in (("session", self.session), (status, self.status), ("sender", self.sender)):
             if value:
                 where.append(f"{column} = ?")
                 args.append(value)
@@ -86,8 +86,7 @@ class QueryFilter:
             where.append("started < ?")
             args.append(self.until)
         if self.tool:  # the LIKE is a cheap prefilter on the JSON text; json_each is the exact check
-            where.append("calls LIKE ? AND EXISTS (SELECT 1 FROM json_each(calls) WHERE "
-                         "json_extract(value, '$.name') = ?)")
+            where.append("calls LIKE ? AND " + dialect.json_list_has("calls", "name"))
             args += [f"%{self.tool}%", self.tool]
         return ("WHERE " + " AND ".join(where)) if where else "", args
 
@@ -131,7 +130,7 @@ class QueryLog:
         try:
             return self._settle(batch, [now, now, session, sender, trigger, cut(text, self.settings.input_chars),
                                              status, session, cut(reply, REPLY_CHARS), os.getpid(), *batch.columns()])
-        except (sqlite3.Error, OSError) as e:
+        except WRITE_REFUSED as e:
             log.error("could not write the %s row of a message in %s: %s", status, session, e)
             return 0
 
@@ -143,12 +142,11 @@ class QueryLog:
 
     def _insert(self, batch: Batch, sql: str, args: list[Any]) -> int:
         """The row (when the log is on) and the batch's inbox rows gone, in one transaction."""
-        with self._store.locked() as db, db.conn:
-            db.execute("BEGIN")
-            qid = int(db.execute(sql, args).lastrowid or 0) if self.enabled else 0
+        with self._store.transaction() as tx:
+            qid = tx.insert(sql, args) if self.enabled else 0
             if batch.inbox_ids:
                 marks = ", ".join("?" * len(batch.inbox_ids))
-                db.execute(f"DELETE FROM inbox WHERE id IN ({marks})", list(batch.inbox_ids))  # noqa: S608 - only ? placeholders
+                tx.write(f"DELETE FROM inbox WHERE id IN ({marks})", list(batch.inbox_ids))  # noqa: S608 - only ? placeholders
         return qid
 
     def finish(self, qid: int, status: str, usage: Mapping[str, int], calls: Sequence[Mapping[str, Any]],
@@ -167,13 +165,13 @@ class QueryLog:
 
     def rows(self, f: QueryFilter) -> list[dict[str, Any]]:
         """Newest first: `f.limit` rows from `f.offset` on."""
-        where, args = f.where()
+        where, args = f.where(self._store.dialect)
         sql = f"SELECT {COLUMNS} FROM query_log {where} ORDER BY id DESC LIMIT ? OFFSET ?"  # noqa: S608 - constant COLUMNS and clauses, values as ? placeholders
         return [_decoded(r) for r in self._store.query(sql, [*args, f.limit, f.offset])]
 
     def count(self, f: QueryFilter) -> int:
         """How many rows match (a page's total)."""
-        where, args = f.where()
+        where, args = f.where(self._store.dialect)
         return int(self._store.query(f"SELECT COUNT(*) AS n FROM query_log {where}", args)[0]["n"])  # noqa: S608 - constant clauses, values as ? placeholders
 
     def get(self, qid: int) -> dict[str, Any] | None:

@@ -30,7 +30,7 @@ KEEP_DAYS = 31
 TTL_SEC = (KEEP_DAYS + 1) * 86400
 #: Both counters in one statement (the KV's values are JSON; a number's JSON is its digits).
 ADD_SQL = ("INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?), (?, ?, ?) ON CONFLICT (key) DO UPDATE "
-           "SET value = CAST(CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER) AS TEXT), "
+           "SET value = CAST(CAST(kv.value AS BIGINT) + CAST(excluded.value AS BIGINT) AS TEXT), "
            "expires_at = excluded.expires_at")
 SESSION_OVER = ("This chat has used its daily token quota ({used:,} of {limit:,} tokens), so I will not answer "
                 "until it resets at {reset} ({zone}, in {left}).")
@@ -152,7 +152,7 @@ class Quota:
     def totals(self, first: str, last: str, limit: int) -> list[tuple[str, int]]:
         """The sessions that spent most from `first` to `last`, with their tokens, most first."""
         rows = self._store.query(
-            f"SELECT substr(key, 18) AS who, SUM(CAST(value AS INTEGER)) AS tokens FROM kv {RANGE} "  # noqa: S608 - constant clause
+            f"SELECT substr(key, 18) AS who, SUM(CAST(value AS BIGINT)) AS tokens FROM kv {RANGE} "  # noqa: S608 - constant clause
             "AND substr(key, 18) != 'global' GROUP BY who ORDER BY tokens DESC, who LIMIT ?",
             [*_range(first, last), limit])
         return [(r["who"], int(r["tokens"])) for r in rows]
