@@ -44,7 +44,7 @@ test: $(STAMP)
 # it after `make test`. The one test left out strips every ANIA_* variable (it tests a broken pipe, not a mode).
 STOCK_TESTS := tests/test_stock_mode.py tests/test_checkpoint_serde.py tests/test_lean_client.py \
 	tests/test_checkpoint_replay.py tests/test_session_ops.py tests/test_graph_shape.py tests/test_agent_loop.py \
-	tests/test_subagents.py tests/test_cli.py::test_sessions_list_and_show_start_nothing
+	tests/test_subagents.py tests/test_saver_pg.py tests/test_cli.py::test_sessions_list_and_show_start_nothing
 test-stock: $(STAMP)
 	ANIA_ENGINE__STOCK=1 $(PY) -m pytest -n $(WORKERS) --dist loadgroup $(STOCK_TESTS) \
 	  --deselect tests/test_session_ops.py::test_a_reader_that_stops_early_ends_the_command_quietly $(ARGS)

@@ -79,13 +79,15 @@ class Engine:
         hook_handlers: Sequence[Any] = (),
         approval_timeout_sec: float | None = None,
         local_admins: Iterable[str] = (),
+        checkpoint_url: str | None = None,
     ) -> Engine:
-        """Build the services and the graph; `local_admins` act as admins without being in bot.admins."""
+        """Build the services and the graph; `local_admins` act as admins without being in bot.admins;
+        `checkpoint_url` (postgresql://...) keeps the checkpoints on Postgres instead of data/checkpoints.db."""
         paths = Paths.from_env()
         paths = Paths(config_dir=Path(config_dir or paths.config_dir), data_dir=Path(data_dir or paths.data_dir))
         settings = settings or load_settings(paths.config_dir)
         options = {"local_admins": tuple(local_admins), "hooks": hooks, "hook_handlers": hook_handlers,
-                   "approval_timeout_sec": approval_timeout_sec}
+                   "approval_timeout_sec": approval_timeout_sec, "checkpoint_url": checkpoint_url}
 
         def again(e: BaseException) -> None:
             log.warning("the data directory %s refuses writes (%s); trying again", paths.data_dir, e)
@@ -231,8 +233,10 @@ async def _build(paths: Paths, settings: Settings,
     stack = AsyncExitStack()
     try:
         stock = engine_mode(settings)
+        options = dict(options)
+        url = options.pop("checkpoint_url", None)
         services = await build_services(paths, settings, stack, **options)
-        saver = await stack.enter_async_context(open_checkpointer(paths.data_dir, stock=stock))
+        saver = await stack.enter_async_context(open_checkpointer(paths.data_dir, url, stock=stock))
         graph = build_agent_graph(lambda: settings.agent.context_tokens, checkpointer=saver, stock=stock)
         bind_subagents(services, saver, stack)
         bind_clock(services, saver, stack)

@@ -54,13 +54,14 @@ class Ours:
 
     @classmethod
     async def start(cls, llm: ScriptedOpenAI, root: Path, *, production_hooks: bool = True,
-                    **sections: dict[str, Any]) -> Ours:
-        """`production_hooks`: the real HookManager on an empty hooks file (as deployed), else no hook runner."""
+                    checkpoint_url: str | None = None, **sections: dict[str, Any]) -> Ours:
+        """`production_hooks`: the real HookManager on an empty hooks file (as deployed), else no hook runner;
+        `checkpoint_url`: the checkpoints on that Postgres instead of data/checkpoints.db."""
         (root / "config").mkdir(parents=True, exist_ok=True)
         (root / "config" / HOOKS_FILE).write_text('{"hooks": {}}\n')
         sections = {"approval": {"enable": True}, **sections}
         engine = await Engine.start(root / "config", root / "data", settings=settings_for(llm, **sections),
-                                    hooks=None if production_hooks else NoHooks())
+                                    hooks=None if production_hooks else NoHooks(), checkpoint_url=checkpoint_url)
         return cls(engine)
 
     def bridge(self) -> ChatBridge:

@@ -4,7 +4,8 @@ Callers depend only on LangGraph's `BaseCheckpointSaver`, so the backend can cha
 checkpoints/saver.py's (LangGraph's, with a history loader that does not grow with every load) and its
 serializer checkpoints/serde.py's; with `stock` (the `engine.stock` setting) it is LangGraph's own
 `AsyncSqliteSaver` with its own serializer. Both write the same tables in the same format, so either
-reads what the other stored (tests/test_stock_mode.py).
+reads what the other stored (tests/test_stock_mode.py). A `postgresql://` URL opens Postgres instead
+(checkpoints/pg.py: saver_pg.py's saver, or with `stock` LangGraph's `AsyncPostgresSaver`; the same holds).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from checkpoints.fold import fold_messages
+from checkpoints.pg import POSTGRES_SCHEMES, open_postgres
 from checkpoints.saver import AniaSqliteSaver
 from checkpoints.serde import MessageSerializer
 from services.files import file_lock
@@ -31,14 +33,9 @@ REDUCERS = {"messages": fold_messages}
 @asynccontextmanager
 async def open_checkpointer(data_dir: Path, url: str | None = None, *,
                             stock: bool = False) -> AsyncIterator[BaseCheckpointSaver[str]]:
-    if url and url.startswith(("postgres://", "postgresql://")):
-        try:
-            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-        except ImportError:
-            raise RuntimeError("a Postgres checkpointer needs: pip install langgraph-checkpoint-postgres") from None
-        async with AsyncPostgresSaver.from_conn_string(url) as saver:
-            await saver.setup()
-            yield saver
+    if url and url.startswith(POSTGRES_SCHEMES):
+        async with open_postgres(url, stock=stock, reducers=REDUCERS) as pg:
+            yield pg
         return
     data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, at start
     # Autocommit: each put is one statement and its own transaction (checkpoints/saver.py); the stock

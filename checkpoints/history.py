@@ -10,13 +10,17 @@ from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from checkpoints.fold import REMOVE_ALL_MESSAGES
 from checkpoints.sessions import StepInfo, session_history
+from checkpoints.tables import Query, dialect, fetch
 
-WRITES_SQL = ("SELECT checkpoint_id, channel, type, value FROM writes WHERE thread_id = ? AND checkpoint_ns = '' "
-              "AND channel IN ('messages', '__interrupt__') ORDER BY checkpoint_id, task_path, task_id, idx")
+WRITES_SQL = Query(
+    "SELECT checkpoint_id, channel, type, value FROM writes WHERE thread_id = ? AND checkpoint_ns = '' "
+    "AND channel IN ('messages', '__interrupt__') ORDER BY checkpoint_id, task_path, task_id, idx",
+    "SELECT checkpoint_id, channel, type, blob FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = '' "
+    'AND channel IN (\'messages\', \'__interrupt__\') '
+    'ORDER BY checkpoint_id COLLATE "C", task_path COLLATE "C", task_id COLLATE "C", idx')
 
 
 @dataclass(frozen=True)
@@ -57,14 +61,12 @@ async def history_lines(saver: BaseCheckpointSaver[str], session_key: str) -> li
     steps = await session_history(saver, session_key)
     said: dict[str, list[str]] = {}
     paused: set[str] = set()
-    if isinstance(saver, AsyncSqliteSaver):
-        async with saver.lock, saver.conn.execute(WRITES_SQL, (session_key,)) as cur:
-            rows = list(await cur.fetchall())
-        for cid, channel, typ, blob in rows:
+    if dialect(saver):
+        for cid, channel, typ, blob in await fetch(saver, WRITES_SQL, (session_key,)):
             if channel == "__interrupt__":
                 paused.add(cid)
             else:
-                said.setdefault(cid, []).extend(describe(saver.serde.loads_typed((typ, blob))))
+                said.setdefault(cid, []).extend(describe(saver.serde.loads_typed((typ, bytes(blob)))))
     by_id = {s.checkpoint_id: s for s in steps}
     out = []
     for step in reversed(steps):

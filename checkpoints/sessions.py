@@ -1,9 +1,10 @@
 """Listing and showing stored sessions (one checkpoint thread per session), without rebuilding histories.
 
-`list_sessions` is one query over the checkpoint table (SQLite): 1,000 sessions in a few milliseconds,
+`list_sessions` is one query over the checkpoint table (SQLite or Postgres, checkpoints/tables.py): 1,000
+sessions in a few milliseconds,
 where listing every checkpoint through the saver deserialized each one. `session_history` lists one
 session's checkpoints (ids, times, what each step ran) from the tables alone, never the messages.
-`session_messages` rebuilds the latest history only. Other savers (Postgres) go through the saver API.
+`session_messages` rebuilds the latest history only. Other savers go through the saver API.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from checkpoints.factory import REDUCERS, thread_config
+from checkpoints.tables import Query, dialect, fetch, portable
 
 
 @dataclass(frozen=True)
@@ -43,23 +44,28 @@ class StepInfo:
     messages_written: int = 0
 
 
-LIST_SQL = ("SELECT thread_id, COUNT(*) FROM checkpoints WHERE checkpoint_ns = '' "
-            "GROUP BY thread_id ORDER BY thread_id")
-HISTORY_SQL = (
+LIST_SQL = Query("SELECT thread_id, COUNT(*) FROM checkpoints WHERE checkpoint_ns = '' "
+                 "GROUP BY thread_id ORDER BY thread_id",
+                 "SELECT thread_id, COUNT(*) FROM checkpoints WHERE checkpoint_ns = '' "
+                 'GROUP BY thread_id ORDER BY thread_id COLLATE "C"')
+HISTORY_SQL = Query(
     "SELECT checkpoint_id, parent_checkpoint_id, "
     "json_extract(CAST(metadata AS TEXT), '$.step'), json_extract(CAST(metadata AS TEXT), '$.source') "
-    "FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id"
-)
-TASKS_SQL = ("SELECT checkpoint_id, task_path, SUM(channel = 'messages') FROM writes "
-             "WHERE thread_id = ? AND checkpoint_ns = '' GROUP BY checkpoint_id, task_id ORDER BY checkpoint_id")
+    "FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id",
+    "SELECT checkpoint_id, parent_checkpoint_id, (metadata ->> 'step')::int, metadata ->> 'source' "
+    'FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = \'\' ORDER BY checkpoint_id COLLATE "C"')
+TASKS_SQL = Query(
+    "SELECT checkpoint_id, task_path, SUM(channel = 'messages') FROM writes "
+    "WHERE thread_id = ? AND checkpoint_ns = '' GROUP BY checkpoint_id, task_id ORDER BY checkpoint_id",
+    "SELECT checkpoint_id, task_path, SUM((channel = 'messages')::int) FROM checkpoint_writes "
+    "WHERE thread_id = %s AND checkpoint_ns = '' GROUP BY checkpoint_id, task_id, task_path "
+    'ORDER BY checkpoint_id COLLATE "C", task_id COLLATE "C"')
 
 
 async def list_sessions(saver: BaseCheckpointSaver[str]) -> list[SessionInfo]:
     """Every stored session, sorted by key, with its number of checkpoints."""
-    if isinstance(saver, AsyncSqliteSaver):
-        await saver.setup()
-        async with saver.lock, saver.conn.execute(LIST_SQL) as cur:
-            return [SessionInfo(str(key), int(n)) for key, n in await cur.fetchall()]
+    if dialect(saver):
+        return [SessionInfo(str(key), int(n)) for key, n in await fetch(saver, LIST_SQL)]
     counts: dict[str, int] = {}
     async for item in saver.alist(None):
         if item.config["configurable"].get("checkpoint_ns", "") == "":
@@ -81,23 +87,35 @@ class SessionRow:
 #: One page of sessions, newest first, and on each row how many match. The sessions are walked one index
 #: seek each (a skip scan: the next thread id after the last), and each one's newest checkpoint is one more
 #: seek, so the cost grows with the number of sessions, not of checkpoints (a pass over the checkpoint index
-#: took 1.8x as long at 15 checkpoints a session, and grows with every turn).
+#: took 1.8x as long at 15 checkpoints a session, and grows with every turn). `{where}`: the key filter
+#: (SQLite's LIKE ignores the case of ASCII letters, Postgres' ILIKE of all).
 PAGE_SQL = (
-    "WITH RECURSIVE t(id) AS (SELECT (SELECT MIN(thread_id) FROM checkpoints) UNION ALL "
-    "SELECT (SELECT MIN(thread_id) FROM checkpoints WHERE thread_id > t.id) FROM t WHERE t.id IS NOT NULL), "
-    "s(id, newest) AS (SELECT id, (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = t.id "
+    "WITH RECURSIVE t(id) AS (SELECT (SELECT MIN(thread_id{c}) FROM checkpoints) UNION ALL "
+    "SELECT (SELECT MIN(thread_id{c}) FROM checkpoints WHERE thread_id{c} > t.id) FROM t WHERE t.id IS NOT NULL), "
+    "s(id, newest) AS (SELECT id, (SELECT MAX(checkpoint_id{c}) FROM checkpoints WHERE thread_id = t.id "
     "AND checkpoint_ns = '') FROM t WHERE id IS NOT NULL {where}) "
     "SELECT id, newest, COUNT(*) OVER () FROM s WHERE newest IS NOT NULL ORDER BY newest DESC, id LIMIT ? OFFSET ?")
 COUNT_SQL = "SELECT COUNT(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = '' {where}"
-STEPS_SQL = ("SELECT thread_id, COUNT(*) FROM checkpoints WHERE checkpoint_ns = '' AND thread_id IN ({marks}) "
-             "GROUP BY thread_id")
+STEPS_SQL = Query("SELECT thread_id, COUNT(*) FROM checkpoints WHERE checkpoint_ns = '' "
+                  "AND thread_id IN (SELECT value FROM json_each(?)) GROUP BY thread_id",
+                  "SELECT thread_id, COUNT(*) FROM checkpoints WHERE checkpoint_ns = '' "
+                  "AND thread_id = ANY(%s) GROUP BY thread_id")
+_COLLATE = ' COLLATE "C"'
+
+
+def _page_queries(search: bool) -> tuple[Query, Query]:
+    like = {"sqlite": "LIKE ? ESCAPE '\\'", "postgres": "ILIKE ? ESCAPE '\\'"}
+    page = [PAGE_SQL.format(c=c, where=f"AND id {like[d]}" if search else "")
+            for d, c in (("sqlite", ""), ("postgres", _COLLATE))]
+    count = [COUNT_SQL.format(where=f"AND thread_id {like[d]}" if search else "") for d in ("sqlite", "postgres")]
+    return Query(page[0], page[1].replace("?", "%s")), Query(count[0], count[1].replace("?", "%s"))
 
 
 async def page_sessions(saver: BaseCheckpointSaver[str], search: str = "", offset: int = 0,
                         limit: int = 50) -> tuple[list[SessionRow], int]:
     """Sessions whose key contains `search` (case-insensitive), most recently written first: one page, and
-    how many match. SQLite pages in SQL; another saver lists them all first."""
-    if not isinstance(saver, AsyncSqliteSaver):
+    how many match. SQLite and Postgres page in SQL; another saver lists them all first."""
+    if not dialect(saver):
         rows = [SessionRow(i.key, i.checkpoints, "", None) for i in await list_sessions(saver)
                 if search.lower() in i.key.lower()]
         return rows[offset:offset + limit], len(rows)
@@ -105,35 +123,32 @@ async def page_sessions(saver: BaseCheckpointSaver[str], search: str = "", offse
     if search:
         escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         args = [f"%{escaped}%"]
-    await saver.setup()
-    async with saver.lock:
-        found = list(await saver.conn.execute_fetchall(
-            PAGE_SQL.format(where="AND id LIKE ? ESCAPE '\\'" if search else ""), (*args, limit, offset)))
-        if found:
-            total = int(found[0][2])
-            keys = [str(r[0]) for r in found]
-            counts = await saver.conn.execute_fetchall(STEPS_SQL.format(marks=",".join("?" * len(keys))), keys)
-            steps: dict[str, int] = {str(k): int(n) for k, n in counts}
-        else:  # a page past the end: count apart
-            where = "AND thread_id LIKE ? ESCAPE '\\'" if search else ""
-            counted = list(await saver.conn.execute_fetchall(COUNT_SQL.format(where=where), tuple(args)))
-            total, steps = (int(counted[0][0]) if counted else 0), {}
+    page, count = _page_queries(bool(search))
+    found = await fetch(saver, page, (*args, limit, offset))
+    if found:
+        total = int(found[0][2])
+        keys = [str(r[0]) for r in found]
+        listed: Any = keys if dialect(saver) == "postgres" else json.dumps(keys)
+        steps: dict[str, int] = {str(k): int(n) for k, n in await fetch(saver, STEPS_SQL, (listed,))}
+    else:  # a page past the end: count apart
+        counted = await fetch(saver, count, tuple(args))
+        total, steps = (int(counted[0][0]) if counted else 0), {}
     return [SessionRow(str(k), int(steps.get(k, 0)), str(newest), checkpoint_time(str(newest)))
             for k, newest, _ in found], total
 
 
-RECENT_SQL = ("SELECT thread_id, MAX(checkpoint_id) AS newest FROM checkpoints WHERE checkpoint_ns = '' "
-              "GROUP BY thread_id ORDER BY newest DESC")
+RECENT_SQL = Query("SELECT thread_id, MAX(checkpoint_id) AS newest FROM checkpoints WHERE checkpoint_ns = '' "
+                   "GROUP BY thread_id ORDER BY newest DESC",
+                   'SELECT thread_id, MAX(checkpoint_id COLLATE "C") AS newest FROM checkpoints '
+                   "WHERE checkpoint_ns = '' GROUP BY thread_id ORDER BY newest DESC")
 #: A chat's own session (`f:<user>`, `g:<group>`): not a subagent, replay or clock thread, nor a Studio copy.
 CHAT_SESSION = re.compile(r"^[fg]:[^/\s]+$")
 
 
 async def recent_sessions(saver: BaseCheckpointSaver[str], n: int) -> list[str]:
     """The n chat sessions written to most recently, newest first (checkpoint ids are time-ordered)."""
-    if isinstance(saver, AsyncSqliteSaver):
-        await saver.setup()
-        async with saver.lock, saver.conn.execute(RECENT_SQL) as cur:
-            keys = [str(key) for key, _ in await cur.fetchall()]
+    if dialect(saver):
+        keys = [str(key) for key, _ in await fetch(saver, RECENT_SQL)]
     else:
         newest: dict[str, str] = {}
         async for item in saver.alist(None):
@@ -146,7 +161,7 @@ async def recent_sessions(saver: BaseCheckpointSaver[str], n: int) -> list[str]:
 
 async def session_history(saver: BaseCheckpointSaver[str], session_key: str) -> list[StepInfo]:
     """The session's checkpoints, oldest first, from the checkpoint and write tables (no history rebuilt)."""
-    if not isinstance(saver, AsyncSqliteSaver):
+    if not dialect(saver):
         out = []
         async for item in saver.alist(thread_config(session_key)):
             meta: Mapping[str, Any] = item.metadata or {}
@@ -155,12 +170,8 @@ async def session_history(saver: BaseCheckpointSaver[str], session_key: str) -> 
             step, source = int(meta.get("step", 0)), str(meta.get("source", ""))
             out.append(StepInfo(cid, parent, checkpoint_time(cid), step, source))
         return sorted(out, key=lambda s: s.checkpoint_id)
-    await saver.setup()
-    async with saver.lock, saver.conn.cursor() as cur:
-        await cur.execute(HISTORY_SQL, (session_key,))
-        rows = list(await cur.fetchall())
-        await cur.execute(TASKS_SQL, (session_key,))
-        tasks = list(await cur.fetchall())
+    rows = await fetch(saver, HISTORY_SQL, (session_key,))
+    tasks = await fetch(saver, TASKS_SQL, (session_key,))
     ran: dict[str, list[str]] = {}
     written: dict[str, int] = {}
     for cid, path, n in tasks:
@@ -230,22 +241,20 @@ def checkpoint_time(checkpoint_id: str) -> datetime | None:
     return _UUID_EPOCH + timedelta(microseconds=ticks // 10)
 
 
-LATEST_SQL = ("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
-              "ORDER BY checkpoint_id DESC LIMIT 1")
+LATEST_SQL = portable("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+                      "ORDER BY checkpoint_id DESC LIMIT 1")
 
 
 async def latest_checkpoint(saver: BaseCheckpointSaver[str] | None, session_key: str) -> str:
     """The id of the session's newest checkpoint ("" for a new session): where a turn starts (the query log).
-    Our saver remembers the ones it wrote (no read); otherwise one indexed query."""
+    Our savers remember the ones they wrote (no read); otherwise one indexed query."""
     newest = getattr(saver, "newest", None)
     if isinstance(newest, dict) and session_key in newest:
         return str(newest[session_key])
-    if isinstance(saver, AsyncSqliteSaver):
-        await saver.setup()
-        async with saver.lock, saver.conn.execute(LATEST_SQL, (session_key,)) as cur:
-            row = await cur.fetchone()
-        return str(row[0]) if row else ""
     if saver is None:
         return ""
+    if dialect(saver):
+        row = await fetch(saver, LATEST_SQL, (session_key,))
+        return str(row[0][0]) if row else ""
     found = await saver.aget_tuple(thread_config(session_key))
     return str(found.config["configurable"]["checkpoint_id"]) if found else ""

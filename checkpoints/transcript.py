@@ -20,17 +20,19 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage, RemoveMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver, writes_sort_key
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from checkpoints.factory import REDUCERS
 from checkpoints.fold import REMOVE_ALL_MESSAGES
 from checkpoints.maintenance import CHAIN_SQL
 from checkpoints.sessions import LATEST_SQL, checkpoint_time, session_messages
+from checkpoints.tables import Query, copy_at, dialect, fetch
 
 #: The summary message's id prefix (nodes/compact.py), for a summary found in a stored copy.
 SUMMARY_ID = "summary-"
-WRITES_SQL = ("SELECT checkpoint_id, task_path, task_id, idx, type, value FROM writes WHERE thread_id = ? "
-              "AND checkpoint_ns = '' AND channel = 'messages'")
+WRITES_SQL = Query("SELECT checkpoint_id, task_path, task_id, idx, type, value FROM writes WHERE thread_id = ? "
+                   "AND checkpoint_ns = '' AND channel = 'messages'",
+                   "SELECT checkpoint_id, task_path, task_id, idx, type, blob FROM checkpoint_writes "
+                   "WHERE thread_id = %s AND checkpoint_ns = '' AND channel = 'messages'")
 
 
 @dataclass
@@ -48,43 +50,34 @@ class Entry:
 
 async def full_transcript(saver: BaseCheckpointSaver[str], session_key: str) -> list[Entry] | None:
     """Every message of the session in order, with each compaction where it happened; None: no such session.
-    Another saver than SQLite (Postgres) gives the latest history only."""
-    if not isinstance(saver, AsyncSqliteSaver):
+    Another saver than SQLite's or Postgres' gives the latest history only."""
+    if not dialect(saver):
         messages = await session_messages(saver, session_key)
         return [Entry("compaction" if (m.id or "").startswith(SUMMARY_ID) else "message", m, "", None)
                 for m in messages] or None
-    await saver.setup()
-    async with saver.lock:
-        latest = list(await saver.conn.execute_fetchall(LATEST_SQL, (session_key,)))
-        if not latest:
-            return None
-        chain = [str(r[0]) for r in await saver.conn.execute_fetchall(
-            CHAIN_SQL, (session_key, latest[0][0], session_key))][::-1]  # oldest first
-        rows = list(await saver.conn.execute_fetchall(WRITES_SQL, (session_key,)))
-        first = list(await saver.conn.execute_fetchall(
-            "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
-            (session_key, chain[0])))
+    latest = await fetch(saver, LATEST_SQL, (session_key,))
+    if not latest:
+        return None
+    chain = [str(r[0]) for r in await fetch(saver, CHAIN_SQL, (session_key, latest[0][0], session_key))][::-1]
+    rows = await fetch(saver, WRITES_SQL, (session_key,))
     fold = _Fold()
-    fold.seed(_stored_messages(saver, first[0] if first else None), chain[0])
+    fold.seed(_stored_messages(*await copy_at(saver, session_key, chain[0])), chain[0])
     order = {cid: i for i, cid in enumerate(chain[:-1])}  # the newest checkpoint's writes are pending
     applied = sorted((r for r in rows if r[0] in order),
                      key=lambda r: (order[r[0]], writes_sort_key(r[1] or "", r[2], r[3])))
     for cid, _path, _task, _idx, typ, blob in applied:
         child = chain[order[cid] + 1]
-        fold.write(saver.serde.loads_typed((typ, blob)), cid, checkpoint_time(child))
+        fold.write(saver.serde.loads_typed((typ, bytes(blob))), cid, checkpoint_time(child))
     return fold.entries()
 
 
-def _stored_messages(saver: AsyncSqliteSaver, row: Any) -> list[BaseMessage]:
+def _stored_messages(stored: bool, value: Any) -> list[BaseMessage]:
     """The copy of the history stored at a checkpoint (the oldest kept one of a pruned session), if any."""
-    if row is None:
-        return []
-    stored = saver.serde.loads_typed((row[0], row[1])).get("channel_values") or {}
-    if "messages" not in stored:
+    if not stored:
         return []
     channel: DeltaChannel[Any] = DeltaChannel(REDUCERS["messages"])
     channel.key = "messages"
-    return list(channel.from_checkpoint(stored["messages"]).value)
+    return list(channel.from_checkpoint(value).value)
 
 
 class _Fold:

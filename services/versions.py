@@ -1,6 +1,6 @@
 """Ania's copies of library internals, the library versions each was checked against, and the start check.
 
-Six places re-implement or reach into LangGraph, langchain-openai and pydantic for speed and storage
+Seven places re-implement or reach into LangGraph, langchain-openai and pydantic for speed and storage
 (docs/ARCHITECTURE.md, "Copied internals"). Each has an equivalence test, but an upgrade of the library
 can change what they copy without failing anything at import. So the fast mode (the default) starts only
 when every package below is in the range its copies were checked against (the versions the equivalence
@@ -41,6 +41,8 @@ COPIES = (
     Copy("checkpoints/delta.py", "langgraph's DeltaChannel snapshot cadence", ("langgraph",)),
     Copy("checkpoints/saver.py, checkpoints/memo.py", "AsyncSqliteSaver's delta history loader and puts",
          ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite")),
+    Copy("checkpoints/saver_pg.py, checkpoints/loader.py", "AsyncPostgresSaver's delta history loader and puts "
+         "(its table layout)", ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-postgres")),
     Copy("checkpoints/serde.py", "JsonPlusSerializer's message rebuilding (pydantic's model_construct)",
          ("langgraph-checkpoint", "pydantic", "langchain-core")),
     Copy("nodes/model.py (applied)", "LangGraph applying a node's update, inside the model step",
@@ -54,6 +56,7 @@ CHECKED: dict[str, str] = {
     "langgraph": ">=1.2.24,<1.3",
     "langgraph-checkpoint": ">=4.3.2,<4.4",
     "langgraph-checkpoint-sqlite": ">=3.1.2,<3.2",
+    "langgraph-checkpoint-postgres": ">=3.2.0,<3.3",
     "langchain-core": ">=1.8.3,<1.9",
     "langchain-openai": ">=1.7,<1.8",
     "pydantic": ">=2.14,<2.15",

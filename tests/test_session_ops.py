@@ -1,14 +1,20 @@
-"""Fork, replay, history, export and prune of stored sessions (D5, retention), on real SQLite files."""
+"""Fork, replay, history, export and prune of stored sessions (D5, retention), on real SQLite files and, where
+the test takes `checkpoint_url`, on a real Postgres too (tests/pg_helpers.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import aiosqlite
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from ania.cli import main
@@ -21,11 +27,29 @@ from checkpoints.sessions import session_history, session_messages
 from graphs.agent import build_agent_graph
 from nodes.compact import SUMMARIZE_PROMPT
 from tests.conftest import make_settings
+from tests.pg_helpers import pg_url, postgres_server  # noqa: F401 - fixtures
 from tests.subagent_helpers import wait_for
 from tests.test_checkpoint_replay import TEXT, _dump, _model
 from tests.test_gates import Marker
 
 SESSION = "f:u1"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def checkpoint_url(request: pytest.FixtureRequest) -> str | None:
+    """None: data/checkpoints.db; else a fresh Postgres database's URL."""
+    return None if request.param == "sqlite" else str(request.getfixturevalue("pg_url"))
+
+
+@asynccontextmanager
+async def stock_graph(data: Path, url: str | None) -> AsyncIterator[Any]:
+    """The agent graph on LangGraph's own saver over the same store: LangGraph's own loader, the reference."""
+    if url is None:
+        async with aiosqlite.connect(str(data / CHECKPOINT_FILE)) as conn:
+            yield build_agent_graph(lambda: 10**6, checkpointer=AsyncSqliteSaver(conn))
+    else:
+        async with AsyncPostgresSaver.from_conn_string(url) as saver:
+            yield build_agent_graph(lambda: 10**6, checkpointer=saver)
 
 
 async def _state(graph, thread: str, cid: str | None = None) -> list:
@@ -35,9 +59,9 @@ async def _state(graph, thread: str, cid: str | None = None) -> list:
 
 @pytest.mark.timeout(300)
 async def test_a_fork_at_every_checkpoint_of_a_long_session_equals_the_conversation_there(
-        scripted_llm, make_chat, tmp_path):
+        scripted_llm, make_chat, tmp_path, checkpoint_url):
     settings = make_settings(scripted_llm, agent={"context_tokens": 2500, "keep_recent_tokens": 600})
-    chat = await make_chat(settings, data=tmp_path / "data")
+    chat = await make_chat(settings, data=tmp_path / "data", checkpoint_url=checkpoint_url)
     scripted_llm.script([_model] * 2000)
     questions = [f"question {i} {'four' if i % 3 == 0 else 'one'} {TEXT}" for i in range(60)]
     for q in questions:
@@ -54,8 +78,7 @@ async def test_a_fork_at_every_checkpoint_of_a_long_session_equals_the_conversat
     await chat.say(f"f:fork{mid}", "u1", "go another way")
     await chat.engine.close()
 
-    async with aiosqlite.connect(str(tmp_path / "data" / CHECKPOINT_FILE)) as conn:
-        stock = build_agent_graph(lambda: 10**6, checkpointer=AsyncSqliteSaver(conn))  # LangGraph's own loader
+    async with stock_graph(tmp_path / "data", checkpoint_url) as stock:  # LangGraph's own loader
         copies = 0
         for i, step in enumerate(steps):
             truth = await _state(stock, SESSION, step.checkpoint_id)
@@ -74,8 +97,8 @@ async def test_a_fork_at_every_checkpoint_of_a_long_session_equals_the_conversat
         assert _dump(await _state(stock, SESSION)) == original  # the original is untouched
 
 
-async def test_fork_errors_are_clear(scripted_llm, make_chat):
-    chat = await make_chat(make_settings(scripted_llm))
+async def test_fork_errors_are_clear(scripted_llm, make_chat, checkpoint_url):
+    chat = await make_chat(make_settings(scripted_llm), checkpoint_url=checkpoint_url)
     scripted_llm.script([Reply("hi")])
     await chat.say(SESSION, "u1", "hello")
     saver = chat.engine.graph.checkpointer
@@ -89,9 +112,9 @@ async def test_fork_errors_are_clear(scripted_llm, make_chat):
         await fork_thread(saver, SESSION, last, "f:new")
 
 
-async def test_history_says_what_each_step_did_newest_first(scripted_llm, make_chat):
+async def test_history_says_what_each_step_did_newest_first(scripted_llm, make_chat, checkpoint_url):
     chat = await make_chat(make_settings(scripted_llm, approval={"enable": True, "tools": ["time"], "self_approve_in_private": True}),
-                           approval_timeout_sec=30)
+                           approval_timeout_sec=30, checkpoint_url=checkpoint_url)
     scripted_llm.script([Calls([("time", {})]), Reply("noon")])
     task = await chat.entry.submit(SESSION, "u1", "what time")
     await wait_for(lambda: any("allow" in t for t in chat.out.get(SESSION, [])))
@@ -108,8 +131,8 @@ async def test_history_says_what_each_step_did_newest_first(scripted_llm, make_c
     assert "model replied: noon" in lines[0].summary and "end of turn" in lines[0].summary
 
 
-async def test_replay_reports_a_removed_tool_and_leaves_the_original(scripted_llm, make_chat):
-    chat = await make_chat(make_settings(scripted_llm))
+async def test_replay_reports_a_removed_tool_and_leaves_the_original(scripted_llm, make_chat, checkpoint_url):
+    chat = await make_chat(make_settings(scripted_llm), checkpoint_url=checkpoint_url)
     note = Marker()
     chat.engine.services.shared_tools.add([note])
     scripted_llm.script([Calls([("write_note", {"key": "a"})]), Reply("noted")])
@@ -137,8 +160,8 @@ async def test_replay_reports_a_removed_tool_and_leaves_the_original(scripted_ll
         await replay_on(chat.engine, SESSION, "bad-id", out=lines.append)
 
 
-async def test_replay_without_a_message_sends_the_one_that_followed(scripted_llm, make_chat):
-    chat = await make_chat(make_settings(scripted_llm))
+async def test_replay_without_a_message_sends_the_one_that_followed(scripted_llm, make_chat, checkpoint_url):
+    chat = await make_chat(make_settings(scripted_llm), checkpoint_url=checkpoint_url)
     scripted_llm.script([Reply("one"), Reply("two")])
     await chat.say(SESSION, "u1", "first")
     await chat.say(SESSION, "u1", "second")
@@ -180,8 +203,9 @@ async def test_export_keeps_chinese_images_and_calls_and_drops_secrets(scripted_
     assert await asyncio.to_thread(_cli, monkeypatch, tmp_path, "sessions", "export", "f:nobody") == 1
 
 
-async def test_prune_trims_old_checkpoints_and_never_breaks_a_running_turn(scripted_llm, make_chat, tmp_path):
-    chat = await make_chat(make_settings(scripted_llm))
+async def test_prune_trims_old_checkpoints_and_never_breaks_a_running_turn(scripted_llm, make_chat, tmp_path,
+                                                                           checkpoint_url):
+    chat = await make_chat(make_settings(scripted_llm), checkpoint_url=checkpoint_url)
     scripted_llm.script([Reply(f"answer {i} {TEXT}") for i in range(60)])
     for i in range(60):
         await chat.say("f:busy", "u1", f"q{i}")
@@ -206,8 +230,7 @@ async def test_prune_trims_old_checkpoints_and_never_breaks_a_running_turn(scrip
     assert after[: len(busy)] == busy and len(after) == len(busy) + 2
     scripted_llm.script([Reply("and on")])
     assert await chat.say("f:busy", "u1", "next") == ["and on"]
-    async with aiosqlite.connect(str(tmp_path / "data" / CHECKPOINT_FILE)) as conn:
-        stock = build_agent_graph(lambda: 10**6, checkpointer=AsyncSqliteSaver(conn))
+    async with stock_graph(tmp_path / "data", checkpoint_url) as stock:
         assert _dump(await _state(stock, "f:busy"))[-1] == _dump(await session_messages(saver, "f:busy"))[-1]
 
 

@@ -142,8 +142,8 @@ async def test_each_mode_reads_and_continues_what_the_other_stored(make_chat, sc
 
 def test_the_installed_libraries_are_in_the_checked_ranges():
     check_versions()  # what `make test` installs starts in the fast mode
-    assert set(CHECKED) == {"langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite", "langchain-core",
-                            "langchain-openai", "pydantic"}
+    assert set(CHECKED) == {"langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite",
+                            "langgraph-checkpoint-postgres", "langchain-core", "langchain-openai", "pydantic"}
 
 
 def test_an_upgrade_outside_a_range_fails_the_fast_start_with_one_line():

@@ -1,0 +1,61 @@
+"""Opening the Postgres checkpointer: one connection, LangGraph's tables set up, a clear error otherwise.
+
+A malformed URL, a server that does not answer or refuses the login is a `ConfigError` of one line that
+names the setting and the URL with `***` for its password (core/settings/cluster.py `redact_url`,
+`scrub`), never the password, whatever the driver said.
+
+The connection commits with `synchronous_commit = off`, the same promise as SQLite's synchronous=NORMAL
+(checkpoints/factory.py `tune_sqlite`): a commit does not wait for the server's disk, so every stored step
+survives a crash of the bot (or a worker's `kill -9`); only a crash of the database server or its machine
+can lose its last moments (at most three `wal_writer_delay`s, 0.6 s by default), never corrupt anything.
+A turn stores a dozen steps and writes: waiting for the disk each time cost 0.3-0.6 ms a turn on a quiet
+machine, and up to ~100 ms while other jobs wrote to the disk (bench_postgres `--pg-sync`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg.rows import dict_row
+
+from checkpoints.loader import Reducer
+from checkpoints.saver_pg import AniaPostgresSaver
+from checkpoints.serde import MessageSerializer
+from core.errors import ConfigError
+from core.settings.cluster import SETTING, redact_url, scrub
+
+POSTGRES_SCHEMES = ("postgres://", "postgresql://")
+#: Seconds to wait for the server before giving up (a wrong host should not hang the start).
+CONNECT_TIMEOUT = 10
+
+
+async def connect(url: str) -> psycopg.AsyncConnection[Any]:
+    """One autocommit connection as LangGraph's `from_conn_string` makes it, or a `ConfigError`."""
+    try:
+        return await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=0,
+                                                     row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT)
+    except psycopg.ProgrammingError as e:
+        raise ConfigError(f"{SETTING}: not a valid Postgres URL ({scrub(str(e), url)})") from None
+    except psycopg.Error as e:
+        raise ConfigError(f"{SETTING}: cannot reach Postgres at {redact_url(url)}: {scrub(str(e), url)}") from None
+
+
+@asynccontextmanager
+async def open_postgres(url: str, *, stock: bool,
+                        reducers: Mapping[str, Reducer]) -> AsyncIterator[AsyncPostgresSaver]:
+    """Our saver (or with `stock` LangGraph's) on one connection, its tables made or migrated."""
+    conn = await connect(url)
+    async with conn:
+        saver = AsyncPostgresSaver(conn) if stock else AniaPostgresSaver(conn, reducers=reducers,
+                                                                         serde=MessageSerializer())
+        try:
+            await conn.execute("SET synchronous_commit = off")
+            await saver.setup()
+        except psycopg.Error as e:
+            raise ConfigError(f"{SETTING}: cannot set up the checkpoint tables at {redact_url(url)}: "
+                              f"{scrub(str(e), url)}") from None
+        yield saver
