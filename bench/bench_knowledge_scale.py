@@ -20,6 +20,7 @@ while to build; `--quick` runs 1,000 only):
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import random
@@ -154,17 +155,33 @@ def run_probe(side: str, folder: Path, lang: str) -> dict[str, float]:
     return result
 
 
-def sizes(argv: Sequence[str]) -> list[int]:
-    if "--sizes" in argv:
-        return [int(x) for x in argv[argv.index("--sizes") + 1].split(",")]
-    if "--quick" in argv:
-        return [1000]
-    return [1000, 10_000, 100_000] if "--large" in argv else [1000, 10_000]
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The options; flags of other benchmarks (`make bench` passes them all to each) are ignored."""
+    p = argparse.ArgumentParser(prog="python -m bench.bench_knowledge_scale", description=__doc__.splitlines()[0],
+                                allow_abbrev=False)
+    p.add_argument("--quick", action="store_true", help="1,000 chunks only")
+    p.add_argument("--large", action="store_true", help="add 100,000 chunks (long to build)")
+    p.add_argument("--sizes", type=_sizes, help="chunk counts, comma-separated, e.g. 1000,10000 (overrides both)")
+    p.add_argument("--probe", nargs=3, metavar=("SIDE", "FOLDER", "LANG"), help=argparse.SUPPRESS)
+    args, _ = p.parse_known_args(argv)
+    if args.sizes is None:
+        args.sizes = [1000] if args.quick else [1000, 10_000, 100_000] if args.large else [1000, 10_000]
+    return args
 
 
-async def run(argv: Sequence[str]) -> None:
+def _sizes(text: str) -> list[int]:
+    try:
+        found = [int(x.replace("_", "")) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of chunk counts: {text!r} (e.g. 1000,10000)") from None
+    if not found or min(found) < 1:
+        raise argparse.ArgumentTypeError(f"chunk counts are positive: {text!r}")
+    return found
+
+
+async def run(args: argparse.Namespace) -> None:
     rows = []
-    for n in sizes(argv):
+    for n in args.sizes:
         for lang in ("zh", "en"):
             with tempfile.TemporaryDirectory() as tmp:
                 root = Path(tmp)
@@ -185,10 +202,9 @@ async def run(argv: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if "--probe" in args:
-        i = args.index("--probe")
-        print(json.dumps(probe(args[i + 1], args[i + 2], args[i + 3])))
+    args = parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.probe:
+        print(json.dumps(probe(*args.probe)))
         return
     asyncio.run(run(args))
 
