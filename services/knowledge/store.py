@@ -35,6 +35,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from core.errors import ToolError
+from services.knowledge.changes import StampCache
 from services.knowledge.index import Chunk
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,7 @@ class ChromaStore:
         self._client: Any = None
         self._collections: dict[str, Any] = {}
         self._lock = threading.RLock()
+        self._stamp_cache = StampCache(path / "chroma.sqlite3")
 
     @property
     def where(self) -> str:
@@ -121,6 +123,7 @@ class ChromaStore:
                 log.debug("clearing the Chroma client cache failed", exc_info=True)
         self._client = None
         self._collections.clear()
+        self._stamp_cache.clear()
 
     def _open(self) -> Any:
         if self._client is None:
@@ -158,10 +161,17 @@ class ChromaStore:
         with self._lock:
             self._client = None
             self._collections.clear()
+            self._stamp_cache.clear()
 
     # --- stamps ---------------------------------------------------------------------------------
     def stamps(self, base: str, scopes: Sequence[str]) -> dict[str, str | None]:
-        """Each scope's stamp; None for a scope never written (or written before stamps lived here)."""
+        """Each scope's stamp; None for a scope never written (or written before stamps lived here). Read
+        again only when Chroma's file changed (services/knowledge/changes.py)."""
+        if self.url:
+            return self._stamps(base, scopes)
+        return self._stamp_cache.stamps(base, scopes, lambda missing: self._stamps(base, missing))
+
+    def _stamps(self, base: str, scopes: Sequence[str]) -> dict[str, str | None]:
         got = self.collection(f"{base}_chunks").get(ids=[_stamp_id(s) for s in scopes], include=["metadatas"])
         found = {i: (m or {}).get("stamp") for i, m in zip(got["ids"], got["metadatas"] or [], strict=False)}
         return {s: found.get(_stamp_id(s)) for s in scopes}
