@@ -5,6 +5,7 @@ them from Chroma cost about 1 ms, a tenth of a warm search at 10,000 chunks. SQL
 asked on a read-only connection of our own to Chroma's file, changes whenever any other connection commits
 to it (Chroma's, in this process or in another one) and costs microseconds; while it has not changed, the
 stamps read last still hold. It is exact, not a timer: another process's write is seen by the next search.
+The version is taken before the read it guards, so a commit in between shows as a change the next time.
 A file replaced under the same name (another inode) starts over. A Chroma server is asked every time.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
@@ -24,29 +25,8 @@ class StampCache:
         self._version: int | None = None
         self._stamps: dict[tuple[str, str], str | None] = {}
 
-    def stamps(self, base: str, scopes: Sequence[str],
-               read: Callable[[Sequence[str]], dict[str, str | None]]) -> dict[str, str | None]:
-        """Each scope's stamp: from the last `read` while the file is unchanged, else `read` again."""
-        version = self._data_version()  # before reading: a commit in between shows as a change next time
-        if version is None or version != self._version:
-            self._stamps.clear()
-            self._version = version
-        missing = [s for s in scopes if (base, s) not in self._stamps]
-        got = read(missing) if missing else {}
-        if version is None:
-            return {s: got[s] for s in scopes}
-        self._stamps.update({(base, s): got[s] for s in missing})
-        return {s: self._stamps[(base, s)] for s in scopes}
-
-    def clear(self) -> None:
-        self._stamps.clear()
-        self._version = None
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-
-    def _data_version(self) -> int | None:
-        """The file's data version (None: no file, or it cannot be read, so nothing is cached)."""
+    def version(self) -> int | None:
+        """The file's data version now (None: no file, or it cannot be read; nothing is kept then)."""
         try:
             inode = os.stat(self.path).st_ino
             if self._db is None or inode != self._inode:
@@ -58,3 +38,25 @@ class StampCache:
         except (OSError, sqlite3.Error):
             self.clear()
             return None
+
+    def get(self, version: int | None, base: str, scopes: Sequence[str]) -> dict[str, str | None] | None:
+        """The scopes' stamps kept at `version`; None unless every one is."""
+        if version is None or version != self._version or any((base, s) not in self._stamps for s in scopes):
+            return None
+        return {s: self._stamps[(base, s)] for s in scopes}
+
+    def put(self, version: int | None, base: str, stamps: Mapping[str, str | None]) -> None:
+        """Keep stamps read after `version` was taken."""
+        if version is None:
+            return
+        if version != self._version:
+            self._stamps.clear()
+            self._version = version
+        self._stamps.update({(base, s): v for s, v in stamps.items()})
+
+    def clear(self) -> None:
+        self._stamps.clear()
+        self._version = None
+        if self._db is not None:
+            self._db.close()
+            self._db = None
