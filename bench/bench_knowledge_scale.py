@@ -1,19 +1,24 @@
 """Knowledge search at scale, side by side with plain Chroma, per language and size.
 
-    python -m bench.bench_knowledge_scale [--quick] [--large] [--sizes 1000,10000,100000]
+    python -m bench.bench_knowledge_scale [--quick] [--large] [--sizes 1000,10000,100000] [--langs zh,en]
 
 For each language (an all-Chinese and an all-English corpus: the benchmark's own documents among distractor
 passages of that language) and each size (1,000 and 10,000 chunks; `--large` adds 100,000, which takes a
 while to build; `--quick` runs 1,000 only):
 
 - ingest: every document added through `KnowledgeService.add_document` (keyword-only: no embeddings
-  endpoint), against the peer adding the same chunks (same splitter) with their text and metadata to one
-  plain Chroma collection; the two alternate document by document, so a busy machine slows both alike.
+  endpoint), against the peer adding the same chunks (same splitter, same placeholder vectors, one write
+  per document) with their text and metadata to one plain Chroma collection; the two alternate document
+  by document, each going first every other time, so a busy machine slows both alike. Apart: the seconds
+  ours spent in the keyword index (`KeywordIndex.add`: terms and FTS5 writes), as a share of the peer's
+  time, and the ratio without them; and the index's files on disk.
 - first search after a start: a new process opens the service and searches once (opening Chroma included),
   against a new process opening Chroma and running the peer's query; and the same first search when
   Chroma was opened just before it (what the keyword index itself costs).
 - warm search: the median and p95 of the language's questions (x3) through `KnowledgeService.search`,
-  against the peer's `$contains` any-word filter on its collection.
+  against the peer's `$contains` any-word filter on its collection. The peer reads every chunk of the
+  scope for each search (about a second each at 100,000 chunks), so at that size it runs 12 searches, and
+  the table marks its figures with `*`.
 - index RSS: the resident memory the process gains from just before the first search (Chroma open) to
   after the warm searches, i.e. what the keyword index and its page cache add.
 """
