@@ -48,7 +48,7 @@ def test_the_search_answers_as_bm25_over_every_term(tmp_path: Path) -> None:
     index.load("s", "stamp", chunks)
     n = index._number("s")
     assert n is not None
-    averages = index._db.execute(f"SELECT block FROM f{n}_data WHERE id = 1").fetchone()[0]  # noqa: S608 - our table
+    averages = index._db.execute(f"SELECT block FROM f{n}_data WHERE id = 1").fetchone()[0]
     assert row_count(averages) == 400
     assert idf(400, sum("river" in c.text for c in chunks)) == 1e-6  # the term the query leaves out
     queries = [["river", "saffron"], ["river", "bridge", "lantern", "glacier"], ["market", "garden", "violin"],
