@@ -1,27 +1,34 @@
 """Knowledge search at scale, side by side with plain Chroma, per language and size.
 
-    python -m bench.bench_knowledge_scale [--quick] [--large] [--sizes 1000,10000,100000]
+    python -m bench.bench_knowledge_scale [--quick] [--large] [--sizes 1000,10000,100000] [--langs zh,en]
 
 For each language (an all-Chinese and an all-English corpus: the benchmark's own documents among distractor
 passages of that language) and each size (1,000 and 10,000 chunks; `--large` adds 100,000, which takes a
 while to build; `--quick` runs 1,000 only):
 
 - ingest: every document added through `KnowledgeService.add_document` (keyword-only: no embeddings
-  endpoint), against the peer adding the same chunks (same splitter) with their text and metadata to one
-  plain Chroma collection; the two alternate document by document, so a busy machine slows both alike.
+  endpoint), against the peer adding the same chunks (same splitter, same placeholder vectors, one write
+  per document) with their text and metadata to one plain Chroma collection; the two alternate document
+  by document, each going first every other time, so a busy machine slows both alike. Apart: the seconds
+  ours spent in the keyword index (`KeywordIndex.add`: terms and FTS5 writes), as a share of the peer's
+  time, and the ratio without them; and the index's files on disk.
 - first search after a start: a new process opens the service and searches once (opening Chroma included),
   against a new process opening Chroma and running the peer's query; and the same first search when
   Chroma was opened just before it (what the keyword index itself costs).
 - warm search: the median and p95 of the language's questions (x3) through `KnowledgeService.search`,
-  against the peer's `$contains` any-word filter on its collection.
+  against the peer's `$contains` any-word filter on its collection. The peer reads every chunk of the
+  scope for each search (about a second each at 100,000 chunks), so at that size it runs 12 searches, and
+  the table marks its figures with `*`.
 - index RSS: the resident memory the process gains from just before the first search (Chroma open) to
   after the warm searches, i.e. what the keyword index and its page cache add.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import os
 import random
 import subprocess
 import sys
@@ -34,10 +41,15 @@ from typing import Any
 from bench.bench_knowledge import SCOPE, filler, peer_terms, percentile, settings, table
 from bench.knowledge_corpus import EN_DOCS, QUESTIONS, ZH_DOCS
 from services.knowledge import KnowledgeService
+from services.knowledge.service import INDEX_DIR
 from services.knowledge.store import placeholder
 from services.knowledge.text import split, splitter
 
 PER_DOC = 100
+#: Warm searches per row (the language's questions, three times), and the peer's at LARGE chunks or more.
+SEARCHES = 3 * len([q for q in QUESTIONS if q.lang == "zh"])
+LARGE = 100_000
+PEER_LARGE = 12
 #: Distractor runes per chunk the splitter makes (600 at most, cut at sentence ends, 60 overlap), measured.
 RUNES_PER_CHUNK = {"zh": 420, "en": 450}
 
@@ -77,34 +89,44 @@ def peer_query(col: Any, query: str) -> list[str]:
     return list(got["documents"])
 
 
-async def ingest(root: Path, docs: list[tuple[str, str]]) -> tuple[float, float, int]:
-    """Seconds for ours and the peer over the same documents, alternating, and our chunk count."""
+async def ingest(root: Path, docs: list[tuple[str, str]]) -> tuple[float, float, float, int]:
+    """Seconds for ours and the peer over the same documents, alternating (each goes first every other
+    document), the seconds of ours spent in the keyword index, and our chunk count."""
     svc = KnowledgeService(settings(None), root / "ours")
     col = peer_collection(root / "peer")
     chunker = splitter()
     await svc.add_document("g:warm", "warm", "warm up the store")  # opening Chroma is not ingest, either side
     col.add(ids=["warm"], documents=["warm up"], embeddings=[placeholder("warm")], metadatas=[{"scope": "w"}])
-    ours = peer = 0.0
+    index_before = svc.kb.index.add_seconds
+    times = {"ours": 0.0, "peer": 0.0}
     chunks = 0
-    for i, (title, text) in enumerate(docs):
-        t = time.perf_counter()
+
+    async def ours(title: str, text: str) -> None:
+        nonlocal chunks
         added = await svc.add_document(SCOPE, title, text)
-        ours += time.perf_counter() - t
         chunks += added.doc.chunks
-        t = time.perf_counter()
+
+    async def peer(i: int, title: str, text: str) -> None:
         parts = split(text, chunker)
         ids = [f"p{i}#{pos}" for pos in range(len(parts))]
         col.add(ids=ids, documents=parts, embeddings=[placeholder(c) for c in ids],
                 metadatas=[{"scope": SCOPE, "doc": f"p{i}", "title": title, "pos": pos} for pos in range(len(parts))])
-        peer += time.perf_counter() - t
+
+    for i, (title, text) in enumerate(docs):
+        for side in ("ours", "peer") if i % 2 == 0 else ("peer", "ours"):
+            t = time.perf_counter()
+            await (ours(title, text) if side == "ours" else peer(i, title, text))
+            times[side] += time.perf_counter() - t
+    index = svc.kb.index.add_seconds - index_before
     await svc.aclose()
-    return ours, peer, chunks
+    return times["ours"], times["peer"], index, chunks
 
 
-def probe(side: str, folder: str, lang: str) -> dict[str, float]:
-    """Run in a new process: the first search (cold, and with Chroma open), warm searches, RSS."""
+def probe(side: str, folder: str, lang: str, count: str) -> dict[str, float]:
+    """Run in a new process: the first search (cold, and with Chroma open), `count` warm searches, RSS."""
     queries = [q.text for q in QUESTIONS if q.lang == lang] * 3
     random.Random(1).shuffle(queries)
+    queries = queries[: int(count)]
     import chromadb  # noqa: F401 - imported at a bot's start, by either side: not part of the first search
 
     out: dict[str, float] = {}
@@ -145,50 +167,83 @@ def probe(side: str, folder: str, lang: str) -> dict[str, float]:
     return out
 
 
-def run_probe(side: str, folder: Path, lang: str) -> dict[str, float]:
-    done = subprocess.run([sys.executable, "-m", "bench.bench_knowledge_scale", "--probe", side, str(folder), lang],
-                          capture_output=True, text=True, check=False)
+def run_probe(side: str, folder: Path, lang: str, count: int = SEARCHES) -> dict[str, float]:
+    done = subprocess.run([sys.executable, "-m", "bench.bench_knowledge_scale", "--probe", side, str(folder), lang,
+                           str(count)], capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"the {side} probe failed:\n{done.stderr[-3000:]}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
-def sizes(argv: Sequence[str]) -> list[int]:
-    if "--sizes" in argv:
-        return [int(x) for x in argv[argv.index("--sizes") + 1].split(",")]
-    if "--quick" in argv:
-        return [1000]
-    return [1000, 10_000, 100_000] if "--large" in argv else [1000, 10_000]
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The options; flags of other benchmarks (`make bench` passes them all to each) are ignored."""
+    p = argparse.ArgumentParser(prog="python -m bench.bench_knowledge_scale", description=__doc__.splitlines()[0],
+                                allow_abbrev=False)
+    p.add_argument("--quick", action="store_true", help="1,000 chunks only")
+    p.add_argument("--large", action="store_true", help="add 100,000 chunks (long to build)")
+    p.add_argument("--sizes", type=_sizes, help="chunk counts, comma-separated, e.g. 1000,10000 (overrides both)")
+    p.add_argument("--langs", type=_langs, default=["zh", "en"], help="corpora, comma-separated (default zh,en)")
+    p.add_argument("--probe", nargs=4, metavar=("SIDE", "FOLDER", "LANG", "COUNT"), help=argparse.SUPPRESS)
+    args, _ = p.parse_known_args(argv)
+    if args.sizes is None:
+        args.sizes = [1000] if args.quick else [1000, 10_000, 100_000] if args.large else [1000, 10_000]
+    return args
 
 
-async def run(argv: Sequence[str]) -> None:
+def _sizes(text: str) -> list[int]:
+    try:
+        found = [int(x.replace("_", "")) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of chunk counts: {text!r} (e.g. 1000,10000)") from None
+    if not found or min(found) < 1:
+        raise argparse.ArgumentTypeError(f"chunk counts are positive: {text!r}")
+    return found
+
+
+def _langs(text: str) -> list[str]:
+    found = text.split(",")
+    if not found or any(lang not in ("zh", "en") for lang in found):
+        raise argparse.ArgumentTypeError(f"languages are zh and en: {text!r}")
+    return found
+
+
+def disk_mb(folder: Path) -> float:
+    """The keyword index files of the knowledge base (the database, its WAL)."""
+    return sum(p.stat().st_size for p in folder.glob("kb.sqlite3*")) / 1e6
+
+
+async def run(args: argparse.Namespace) -> None:
     rows = []
-    for n in sizes(argv):
-        for lang in ("zh", "en"):
+    for n in args.sizes:
+        for lang in args.langs:
             with tempfile.TemporaryDirectory() as tmp:
                 root = Path(tmp)
-                ours_s, peer_s, chunks = await ingest(root, documents(lang, n))
-                ours, peer = run_probe("ours", root, lang), run_probe("peer", root, lang)
+                ours_s, peer_s, index_s, chunks = await ingest(root, documents(lang, n))
+                disk = disk_mb(root / "ours" / INDEX_DIR)
+                ours = run_probe("ours", root, lang)
+                peer = run_probe("peer", root, lang, SEARCHES if n < LARGE else PEER_LARGE)
             assert ours["rebuilds"] == 0, "the index was rebuilt after a restart"
             rows.append([f"{chunks:,}", lang, f"{ours['first'] * 1000:.0f}", f"{ours['cold'] * 1000:.0f}",
                          f"{peer['cold'] * 1000:.0f}", f"{ours['p50'] * 1000:.1f} / {ours['p95'] * 1000:.1f}",
-                         f"{peer['p50'] * 1000:.1f} / {peer['p95'] * 1000:.1f}",
+                         f"{peer['p50'] * 1000:.1f} / {peer['p95'] * 1000:.1f}" + ("*" if n >= LARGE else ""),
                          f"{ours['p50'] / peer['p50']:.2f}", f"{ours_s:.1f} / {peer_s:.1f}",
-                         f"{ours_s / peer_s:.2f}", f"{ours['rss']:.1f}"])
+                         f"{ours_s / peer_s:.2f}", f"{index_s:.1f} ({index_s / peer_s:.0%})",
+                         f"{(ours_s - index_s) / peer_s:.2f}", f"{disk:.0f}", f"{ours['rss']:.1f}"])
     print("\nKeyword search at scale, ours (KnowledgeService, keyword index on disk) against plain Chroma "
           "($contains any word), keyword-only, one process per first search:")
     table(rows, ["chunks", "lang", "first ms (Chroma open)", "first ms cold", "peer first ms cold",
                  "warm p50/p95 ms", "peer p50/p95 ms", "p50 ratio", "ingest s ours/peer", "ingest ratio",
-                 "index RSS MB"])
-    print(f"  ({len([q for q in QUESTIONS if q.lang == 'zh']) * 3} searches per row; one run)")
+                 "index s (of peer)", "ingest ratio w/o index", "index MB disk", "index RSS MB"])
+    print(f"  ({SEARCHES} searches per row, ours; * the peer's $contains reads every chunk of the scope, about "
+          f"a second a search at {LARGE:,} chunks: it runs {PEER_LARGE} of them there; one run; load average "
+          f"{os.getloadavg()[0]:.1f})")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if "--probe" in args:
-        i = args.index("--probe")
-        print(json.dumps(probe(args[i + 1], args[i + 2], args[i + 3])))
+    args = parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.probe:
+        print(json.dumps(probe(*args.probe)))
         return
     asyncio.run(run(args))
 

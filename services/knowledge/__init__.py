@@ -6,7 +6,8 @@ How the modules fit:
   splitter, cutting at paragraph and sentence ends, Chinese punctuation included), search terms
   (rjieba word segmentation, Snowball stems, stop words).
 - `store`: the Chroma record (embedded `PersistentClient` or a server through `HttpClient`), per-scope
-  stamps, vectors; every failure becomes a clear `StoreError`.
+  stamps, vectors; every failure becomes a clear `StoreError`. `changes` keeps the stamps between
+  searches while Chroma's file is unchanged.
 - `index`: BM25 keyword search in SQLite FTS5, one table per scope, in a file of the data directory
   (`keyword-index/`), a cache of the store checked against its per-scope stamps; `bm25` narrows a
   search to chunks holding a rare term when that provably changes nothing.

@@ -119,8 +119,11 @@ class ChunkBase:
         if not terms:
             raise ToolError(NO_TERMS)
         pending = asyncio.create_task(self.embedder.embed([query])) if self.embedder.available() else None
+        # keyword only, the best top_k by BM25 are the answer: asking for fewer rows lets the MaxScore bound
+        # (services/knowledge/bm25.py) hold more often; the vector side re-ranks the 50 best
+        wanted = CANDIDATES if pending is not None else top_k
         try:
-            keyword = await self._run(lambda: self._keyword(scopes, terms))
+            keyword = await self._run(lambda: self._keyword(scopes, terms, wanted))
         except BaseException:
             if pending is not None:
                 pending.cancel()
@@ -135,14 +138,14 @@ class ChunkBase:
                 self.embedder.reject(str(e))
         return self._rank(keyword, cosines, extra, qvec is not None and bool(cosines), top_k)
 
-    def _keyword(self, scopes: Sequence[str], terms: Sequence[str]) -> list[tuple[Chunk, float]]:
+    def _keyword(self, scopes: Sequence[str], terms: Sequence[str], limit: int) -> list[tuple[Chunk, float]]:
         """BM25 candidates; a scope whose index disagrees with the store's stamp is rebuilt first."""
         try:
             self._current(scopes)
-            return self.index.search(scopes, terms, CANDIDATES)
+            return self.index.search(scopes, terms, limit)
         except IndexReset:  # the index file was damaged and replaced: rebuild what this search needs, once
             self._current(scopes)
-            return self.index.search(scopes, terms, CANDIDATES)
+            return self.index.search(scopes, terms, limit)
 
     def _current(self, scopes: Sequence[str], stamps: Mapping[str, str | None] | None = None) -> None:
         """Rebuild from the store each scope whose stamp in the index is not the store's (in the store's thread;

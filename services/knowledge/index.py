@@ -25,13 +25,14 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from services.knowledge.bm25 import SCORE, any_of, bound, narrowed, rare_and_frequent
+from services.knowledge.bm25 import SCORE, any_of, bound, narrowed, rare_and_frequent, row_count, weighed
 from services.knowledge.text import Analyzer
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,8 @@ class KeywordIndex:
         self.path = path
         #: Scopes rebuilt from the store's chunks by this process (a test's window on "did it rebuild").
         self.rebuilds = 0
+        #: Seconds this process spent in `add` (terms and writes): what ingest pays for the index (a benchmark's).
+        self.add_seconds = 0.0
         self._lock = threading.Lock()
         self._db = self._open()
 
@@ -176,6 +179,7 @@ class KeywordIndex:
 
     def add(self, scope: str, chunks: Sequence[Chunk], mark: str | None, new_stamp: str) -> None:
         """Our own write, applied when the scope still carries our mark; else the scope is rebuilt later."""
+        start = time.perf_counter()
         prepared = self._prepare(chunks)
 
         def write() -> None:
@@ -186,6 +190,7 @@ class KeywordIndex:
                     self._insert(n, prepared)
 
         self._write(write)
+        self.add_seconds += time.perf_counter() - start
 
     def remove(self, scope: str, doc_id: str, mark: str | None, new_stamp: str) -> None:
         def write() -> None:
@@ -221,12 +226,22 @@ class KeywordIndex:
         return found[:limit]
 
     def _best(self, n: int, terms: Sequence[str], limit: int) -> list[tuple[str, str, str, int, str, float]]:
-        """(id, doc, title, pos, text, score) of the table's best `limit` rows: narrowed when that is exact
-        (services/knowledge/bm25.py), else every row holding a term scored."""
+        """(id, doc, title, pos, text, score) of the table's best `limit` rows (services/knowledge/bm25.py):
+        asked on the terms that weigh when that finds `limit` rows, narrowed when that is exact, else every
+        row holding a term scored."""
         marks = ",".join("?" * len(terms))
         df = dict(self._db.execute(f"SELECT term, doc FROM v{n} WHERE col = 'terms' AND term IN ({marks})", terms))  # noqa: S608 - v<n> is our own table, values as ? placeholders
-        every = self._db.execute(f"SELECT doc FROM v{n} WHERE col = 'every' AND term = '1'").fetchone()  # noqa: S608 - v<n> is our own table
-        rows = int(every[0]) if every else 0
+        averages = self._db.execute(f"SELECT block FROM f{n}_data WHERE id = 1").fetchone()  # noqa: S608 - f<n> is our own table
+        rows = row_count(averages[0] if averages else None)
+        weighty = weighed(rows, terms, df)
+        if len(weighty) < len(terms):
+            best = self._top(n, weighty, df, rows, limit)
+            if len(best) == limit:
+                return best
+        return self._top(n, terms, df, rows, limit)
+
+    def _top(self, n: int, terms: Sequence[str], df: dict[str, int], rows: int,
+             limit: int) -> list[tuple[str, str, str, int, str, float]]:
         rare, frequent = rare_and_frequent(rows, terms, df)
         if rare and frequent:
             best = self._scored(n, narrowed(rare, frequent), limit)

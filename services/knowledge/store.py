@@ -35,6 +35,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from core.errors import ToolError
+from services.knowledge.changes import StampCache
 from services.knowledge.index import Chunk
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,7 @@ class ChromaStore:
         self._client: Any = None
         self._collections: dict[str, Any] = {}
         self._lock = threading.RLock()
+        self._stamp_cache = StampCache(path / "chroma.sqlite3")
 
     @property
     def where(self) -> str:
@@ -121,6 +123,7 @@ class ChromaStore:
                 log.debug("clearing the Chroma client cache failed", exc_info=True)
         self._client = None
         self._collections.clear()
+        self._stamp_cache.clear()
 
     def _open(self) -> Any:
         if self._client is None:
@@ -158,10 +161,20 @@ class ChromaStore:
         with self._lock:
             self._client = None
             self._collections.clear()
+            self._stamp_cache.clear()
 
     # --- stamps ---------------------------------------------------------------------------------
     def stamps(self, base: str, scopes: Sequence[str]) -> dict[str, str | None]:
-        """Each scope's stamp; None for a scope never written (or written before stamps lived here)."""
+        """Each scope's stamp; None for a scope never written (or written before stamps lived here). Read
+        again only when Chroma's file changed (services/knowledge/changes.py)."""
+        version = None if self.url else self._stamp_cache.version()
+        found = self._stamp_cache.get(version, base, scopes)
+        if found is None:
+            found = self._stamps(base, scopes)
+            self._stamp_cache.put(version, base, found)
+        return found
+
+    def _stamps(self, base: str, scopes: Sequence[str]) -> dict[str, str | None]:
         got = self.collection(f"{base}_chunks").get(ids=[_stamp_id(s) for s in scopes], include=["metadatas"])
         found = {i: (m or {}).get("stamp") for i, m in zip(got["ids"], got["metadatas"] or [], strict=False)}
         return {s: found.get(_stamp_id(s)) for s in scopes}
@@ -173,7 +186,9 @@ class ChromaStore:
 
     # --- chunks ---------------------------------------------------------------------------------
     def add_chunks(self, base: str, chunks: Sequence[Chunk], meta: dict[str, Any]) -> str:
-        """Store the chunks (of one scope) and move the scope's stamp in the same write; the new stamp."""
+        """Store the chunks (of one scope) and move the scope's stamp in the same write; the new stamp. The
+        document's `meta` (digest, sizes, date) goes on its first chunk only, where every reader looks: on
+        every chunk it made Chroma's write 1.15x plain Chroma's, on the first 1.01x (`bench_knowledge_scale`)."""
         col = self.collection(f"{base}_chunks")
         stamp = uuid.uuid4().hex
         for start in range(0, len(chunks), BATCH):
@@ -181,8 +196,8 @@ class ChromaStore:
             record: dict[str, list[Any]] = {
                 "ids": [c.id for c in part], "documents": [c.text for c in part],
                 "embeddings": [placeholder(c.id) for c in part],
-                "metadatas": [{**meta, "scope": c.scope, "doc": c.doc_id, "title": c.title, "pos": c.pos}
-                              for c in part]}
+                "metadatas": [{**(meta if c.pos == 0 else {}), "scope": c.scope, "doc": c.doc_id, "title": c.title,
+                               "pos": c.pos} for c in part]}
             if start + BATCH >= len(chunks):  # the last part carries the stamp: it moves once all is stored
                 for key, values in _stamp_record(part[0].scope, stamp).items():
                     record[key] += values
@@ -193,9 +208,11 @@ class ChromaStore:
         """The scope's stamp, and the document `doc_id` when it is stored with this digest: one read by ids
         (a document's id follows from its scope and digest), the cheapest Chroma read; a filtered read
         costs several times more, at every add."""
+        version = None if self.url else self._stamp_cache.version()
         got = self.collection(f"{base}_chunks").get(ids=[_stamp_id(scope), f"{doc_id}#0"], include=["metadatas"])
         found = {i: m or {} for i, m in zip(got["ids"], got["metadatas"] or [], strict=False)}
         stamp, head = found.get(_stamp_id(scope), {}).get("stamp"), found.get(f"{doc_id}#0")
+        self._stamp_cache.put(version, base, {scope: stamp})  # the add's next look at the stamp needs no read
         return stamp, (_info(head, scope) if head is not None and head.get("hash") == digest else None)
 
     def count_docs(self, base: str, scope: str) -> int:
