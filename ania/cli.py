@@ -312,10 +312,11 @@ async def _sessions(args: argparse.Namespace) -> int:
     from core.settings import Paths
 
     paths = Paths.from_env(check=True)
+    from ania.state_url import state_url
     from checkpoints.factory import CHECKPOINT_FILE
 
-    db = paths.data_dir / CHECKPOINT_FILE
-    if not db.exists():
+    db, url = paths.data_dir / CHECKPOINT_FILE, state_url(paths.config_dir)
+    if not url and not db.exists():
         if args.action == "show":
             print(f"ania: no session {args.key!r} (nothing is stored yet: {db} does not exist)", file=sys.stderr)
             return 1
@@ -325,7 +326,7 @@ async def _sessions(args: argparse.Namespace) -> int:
     from checkpoints.factory import open_checkpointer
     from checkpoints.sessions import list_sessions, render, session_messages
 
-    async with open_checkpointer(paths.data_dir, stock=stock_mode(paths.config_dir)) as saver:
+    async with open_checkpointer(paths.data_dir, url or None, stock=stock_mode(paths.config_dir)) as saver:
         if args.action == "list":
             for info in await list_sessions(saver):
                 print(f"{info.key}\t{info.checkpoints} checkpoint{'' if info.checkpoints == 1 else 's'}")

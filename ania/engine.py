@@ -234,7 +234,7 @@ async def _build(paths: Paths, settings: Settings,
     try:
         stock = engine_mode(settings)
         options = dict(options)
-        url = options.pop("checkpoint_url", None)
+        url = options.pop("checkpoint_url", None) or settings.cluster.postgres_url or None  # the store's database
         services = await build_services(paths, settings, stack, **options)
         saver = await stack.enter_async_context(open_checkpointer(paths.data_dir, url, stock=stock))
         graph = build_agent_graph(lambda: settings.agent.context_tokens, checkpointer=saver, stock=stock)

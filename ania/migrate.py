@@ -5,12 +5,15 @@ the copy refuses a target that is not empty, so a half-done run cannot mix with 
 Every kind is checked before any is copied; each kind's copy is one transaction, so a failure leaves that
 kind's tables empty and the command can run again. The data directory's bot lock is held throughout: no
 bot starts on the directory meanwhile, and none may be running when it begins (its rows would be
-changing under the copy). Today's one kind is the app store's tables (data/ania.db); the conversations
-(data/checkpoints.db) are a kind to add here.
+changing under the copy). The kinds: the app store's tables (data/ania.db), then the conversations
+(data/checkpoints.db, through checkpoints/copy.py: every thread, checkpoint and write, so the sessions fold
+to the same history there). The conversations are copied thread by thread, not in one transaction: a failed
+copy leaves what it copied, and the next run is refused until the target's checkpoint tables are emptied.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +23,8 @@ import psycopg
 import sqlite_utils
 from psycopg import sql
 
+from checkpoints.copy import copy_threads
+from checkpoints.factory import CHECKPOINT_FILE, open_checkpointer
 from core.errors import RunError
 from core.settings.cluster import redact_url, scrub
 from services.store import AppStore
@@ -125,7 +130,44 @@ def _copy_table(src: sqlite3.Connection, conn: psycopg.Connection[tuple[object, 
     return done
 
 
-KINDS: list[Kind] = [Kind("the app store's tables (data/ania.db)", app_store_occupied, copy_app_store)]
+def checkpoints_occupied(data_dir: Path, url: str) -> list[str]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT to_regclass('checkpoints') IS NOT NULL").fetchone()
+        if not (row and row[0]):
+            return []
+        n = conn.execute("SELECT count(*) FROM checkpoints").fetchone()
+        return [f"checkpoints ({n[0]} rows)"] if n and n[0] else []
+
+
+#: How often (in threads) the conversations' copy reports its progress.
+THREADS_EVERY = 50
+
+
+def copy_checkpoints(data_dir: Path, url: str, say: Say) -> int:
+    """Every stored session of data/checkpoints.db into the checkpoint tables on Postgres; the checkpoints
+    copied."""
+    if not (data_dir / CHECKPOINT_FILE).exists():
+        say(f"  no {CHECKPOINT_FILE}: no conversations to copy")
+        return 0
+    threads = 0
+
+    def progress(thread: str, copied: int) -> None:
+        nonlocal threads
+        threads += 1
+        if threads % THREADS_EVERY == 0:
+            say(f"  {threads:,} sessions, {copied:,} checkpoints so far")
+
+    async def run() -> int:
+        async with open_checkpointer(data_dir) as src, open_checkpointer(data_dir, url) as dst:
+            return await copy_threads(src, dst, progress)
+
+    copied = asyncio.run(run())
+    say(f"  {threads:,} sessions, {copied:,} checkpoints")
+    return copied
+
+
+KINDS: list[Kind] = [Kind("the app store's tables (data/ania.db)", app_store_occupied, copy_app_store),
+                     Kind(f"the conversations (data/{CHECKPOINT_FILE})", checkpoints_occupied, copy_checkpoints)]
 
 
 def migrate(data_dir: Path, url: str, say: Say, kinds: list[Kind] = KINDS) -> int:

@@ -71,16 +71,18 @@ def add_actions(ssub: Any, session_key: Any) -> None:
 
 async def run(args: argparse.Namespace, paths: Paths) -> int:
     from ania.engine_mode import stock_mode
+    from ania.state_url import state_url
     from checkpoints.factory import CHECKPOINT_FILE, open_checkpointer
     from checkpoints.maintenance import ForkError
 
-    if not (paths.data_dir / CHECKPOINT_FILE).exists():
+    url = state_url(paths.config_dir) or None
+    if not url and not (paths.data_dir / CHECKPOINT_FILE).exists():
         print(f"ania: no stored sessions yet ({paths.data_dir / CHECKPOINT_FILE} does not exist)", file=sys.stderr)
         return 0 if args.action == "prune" else 1
     try:
         if args.action == "replay":
             return await _replay(args, paths)
-        async with open_checkpointer(paths.data_dir, stock=stock_mode(paths.config_dir)) as saver:
+        async with open_checkpointer(paths.data_dir, url, stock=stock_mode(paths.config_dir)) as saver:
             if args.action == "history":
                 return await _history(saver, args)
             if args.action == "fork":

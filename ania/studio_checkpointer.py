@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from ania.engine_mode import stock_mode
+from ania.state_url import state_url
 from checkpoints.factory import open_checkpointer
 from core.settings import Paths
 from services.datadir import make_private
@@ -33,5 +34,6 @@ def studio_thread_id(session_key: str) -> str:
 async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
     paths = Paths.from_env()
     make_private(paths.data_dir)  # the Studio server writes checkpoints.db too: private to its user like the bot's
-    async with open_checkpointer(paths.data_dir, stock=stock_mode(paths.config_dir)) as saver:
+    async with open_checkpointer(paths.data_dir, state_url(paths.config_dir) or None,
+                                 stock=stock_mode(paths.config_dir)) as saver:
         yield saver

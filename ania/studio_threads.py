@@ -66,6 +66,7 @@ async def sync_values(thread: str, saver: BaseCheckpointSaver[str] | None = None
     from langgraph_runtime.ops import Threads
 
     from ania.engine_mode import stock_mode
+    from ania.state_url import state_url
     from checkpoints.factory import open_checkpointer, thread_config
     from core.settings import Paths
     from graphs.agent import build_agent_graph
@@ -77,7 +78,7 @@ async def sync_values(thread: str, saver: BaseCheckpointSaver[str] | None = None
         return await build_agent_graph(lambda: 10**6, checkpointer=s, stock=stock).aget_state(thread_config(thread))
 
     if saver is None:
-        async with open_checkpointer(paths.data_dir, stock=stock) as own:
+        async with open_checkpointer(paths.data_dir, state_url(paths.config_dir) or None, stock=stock) as own:
             state = await snapshot(own)
     else:
         state = await snapshot(saver)
@@ -110,14 +111,17 @@ async def register(saver: BaseCheckpointSaver[str], data_dir: Path, key: str) ->
 
 async def register_recent(data_dir: Path, n: int = RECENT) -> list[str]:
     from ania.engine_mode import stock_mode
+    from ania.state_url import state_url
     from checkpoints.factory import CHECKPOINT_FILE, open_checkpointer
     from checkpoints.sessions import recent_sessions
     from core.settings import Paths
 
-    if not (data_dir / CHECKPOINT_FILE).exists():
+    config_dir = Paths.from_env().config_dir
+    url = state_url(config_dir) or None
+    if not url and not (data_dir / CHECKPOINT_FILE).exists():
         return []
     done = []
-    async with open_checkpointer(data_dir, stock=stock_mode(Paths.from_env().config_dir)) as saver:
+    async with open_checkpointer(data_dir, url, stock=stock_mode(config_dir)) as saver:
         for key in await recent_sessions(saver, n):
             if await register(saver, data_dir, key):
                 done.append(key)

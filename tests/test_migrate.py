@@ -19,6 +19,9 @@ import pytest
 from ania.engine import Engine
 from ania.fakes.openai_server import Reply, ScriptedOpenAI
 from ania.localservers.postgres import free_port
+from checkpoints.factory import open_checkpointer
+from checkpoints.sessions import list_sessions, session_messages
+from core.settings.cluster import redact_url
 from services.datadir import BOT_LOCK
 from services.files import OwnerLock
 from services.store_schema import MIGRATIONS
@@ -35,7 +38,7 @@ TABLES = ("kv", "op_log", "started_calls", "clock_tasks", "clock_runs", "query_l
 def ania(tmp_path: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("ANIA_")}
     (tmp_path / "config").mkdir(exist_ok=True)
-    base.update(ANIA_CONFIG_DIR=str(tmp_path / "config"), ANIA_DATA_DIR=str(tmp_path / "data"), **env)
+    base.update({"ANIA_CONFIG_DIR": str(tmp_path / "config"), "ANIA_DATA_DIR": str(tmp_path / "data"), **env})
     return subprocess.run([sys.executable, "-m", "ania.cli", *argv], cwd=ROOT, env=base, capture_output=True,
                           text=True, timeout=120, check=False)
 
@@ -82,6 +85,11 @@ async def test_migrate_copies_every_table_and_a_bot_then_runs_on_postgres(
     before = {t: sqlite_rows(db, t) for t in TABLES}
     assert all(before[t] for t in ("kv", "op_log", "started_calls", "clock_tasks", "clock_runs", "query_log"))
 
+    async with open_checkpointer(tmp_path / "data") as saver:
+        sessions = await list_sessions(saver)
+        history = {i.key: [m.model_dump() for m in await session_messages(saver, i.key)] for i in sessions}
+    assert "f:u1" in history
+
     url = pg_url.replace("postgresql://ania@", f"postgresql://ania:{SECRET}@")  # the test server ignores it
     done = ania(tmp_path, "migrate", "--to", url)
     assert done.returncode == 0, done.stderr
@@ -93,6 +101,12 @@ async def test_migrate_copies_every_table_and_a_bot_then_runs_on_postgres(
         assert pg_rows(pg_url, table, len(before[table][0]) if before[table] else 0) == before[table], table
     with psycopg.connect(pg_url) as conn:
         assert [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY name")] == [n for n, _ in MIGRATIONS]
+    assert "copying the conversations (data/checkpoints.db) into " + redact_url(url) in lines
+    async with open_checkpointer(tmp_path / "data", pg_url) as saver:  # the conversations, the same there
+        assert await list_sessions(saver) == sessions
+        assert {i.key: [m.model_dump() for m in await session_messages(saver, i.key)] for i in sessions} == history
+    listed = ania(tmp_path, "sessions", "list", ANIA_CLUSTER__POSTGRES_URL=pg_url, ANIA_DATA_DIR=str(tmp_path / "empty"))
+    assert listed.returncode == 0 and listed.stdout.split()[0::3] == [i.key for i in sessions], listed.stderr
 
     again = ania(tmp_path, "migrate", "--to", pg_url)  # not twice: the target holds the rows now
     assert again.returncode == 2 and "already holds the app store's tables" in again.stderr
@@ -103,6 +117,9 @@ async def test_migrate_copies_every_table_and_a_bot_then_runs_on_postgres(
     engine = await Engine.start(tmp_path / "config", tmp_path / "data2", settings=settings)
     try:
         assert await Chat(engine, {}).say("f:u1", "u1", "after the move") == ["on postgres"]
+        said = [m.get("content") for m in scripted_llm.requests[-1].messages]
+        assert "hello 0" in str(said) and said[-1] == "after the move"  # the conversation went on from its history
+        assert not (tmp_path / "data2" / "checkpoints.db").exists()
         rows = engine.services.queries.rows(QueryFilter(session="f:u1", limit=10))
         assert [r["input"] for r in rows] == ["after the move", "PROMPT-C report", "hello 2", "hello 1", "hello 0"]
         assert rows[0]["id"] > max(r[0] for r in before["query_log"])  # ids go on after the copied ones

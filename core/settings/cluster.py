@@ -1,5 +1,5 @@
-"""`[cluster]`: where the state lives when several processes share it. Today: the app store's tables on
-Postgres (`postgres_url`; services/store_pg.py). Empty keeps everything in the data directory's SQLite files.
+"""`[cluster]`: where the state lives when several processes share it. Today: the app store's tables and the
+conversations' checkpoints on Postgres (`postgres_url`; services/store_pg.py, checkpoints/pg.py). Empty keeps everything in the data directory's SQLite files.
 
 The URL may carry a password, so it is a secret: masked wherever settings are shown (`sensitive`), kept
 from child processes with every `ANIA_*` variable (services/processes.py), and printed only through
@@ -22,8 +22,9 @@ class ClusterSettings(BaseModel):
 
     postgres_url: str = Field(
         "", description="postgresql://user:password@host:5432/database holding the app store's tables (quotas, "
-                        "query and operation logs, scheduled tasks, teams...) instead of data/ania.db; empty: SQLite "
-                        "(`ania migrate --to URL` copies a data directory's tables there first)",
+                        "query and operation logs, scheduled tasks, teams...) and the conversations instead of "
+                        "data/ania.db and data/checkpoints.db; empty: SQLite (`ania migrate --to URL` copies a "
+                        "data directory's state there first)",
         json_schema_extra={"sensitive": True})
 
     @field_validator("postgres_url")
