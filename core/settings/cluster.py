@@ -1,5 +1,6 @@
 """`[cluster]`: where the state lives when several processes share it. Today: the app store's tables and the
-conversations' checkpoints on Postgres (`postgres_url`; services/store_pg.py, checkpoints/pg.py). Empty keeps everything in the data directory's SQLite files.
+conversations' checkpoints on Postgres (`postgres_url`; services/store_pg.py, checkpoints/pg.py). Empty keeps
+everything in the data directory's SQLite files.
 
 The URL may carry a password, so it is a secret: masked wherever settings are shown (`sensitive`), kept
 from child processes with every `ANIA_*` variable (services/processes.py), and printed only through
