@@ -12,14 +12,13 @@ the same settings model. Either mode reads the sessions the other stored.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from core.errors import ConfigError
 from core.settings import CONFIG_FILE, EngineSettings, Settings, env_name
-from core.settings.check import read_toml
+from core.settings.check import given_value
 from services.versions import VersionOf, check_versions
 
 KEY = "engine.stock"
@@ -39,17 +38,9 @@ def _checked(engine: EngineSettings, version_of: VersionOf | None) -> bool:
 def stock_mode(config_dir: Path, version_of: VersionOf | None = None) -> bool:
     """`engine_mode` from the switch alone (the environment variable wins over the file, as in `Settings`)."""
     path = config_dir / CONFIG_FILE
-    name = env_name(KEY)
-    given = {k.upper(): v for k, v in os.environ.items()}.get(name)
-    if given is None:
-        try:
-            data, _ = read_toml(path)
-        except ConfigError:  # a broken file stops the bot, not the reading of stored sessions
-            data = {}
-        section = data.get("engine")
-        given = section.get("stock") if isinstance(section, dict) else None
+    given = given_value(path, KEY)
     try:
         engine = EngineSettings.model_validate({} if given is None else {"stock": given})
     except ValidationError:
-        raise ConfigError(f"invalid setting {KEY}={given!r} (from {name} or {path}): true or false") from None
+        raise ConfigError(f"invalid setting {KEY}={given!r} (from {env_name(KEY)} or {path}): true or false") from None
     return _checked(engine, version_of)

@@ -5,31 +5,22 @@ is not valid TOML counts as no URL (its sessions are still read from the data di
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from core.errors import ConfigError
 from core.settings import CONFIG_FILE, env_name
-from core.settings.check import read_toml
+from core.settings.check import given_value
 from core.settings.cluster import SETTING, ClusterSettings
 
 
 def state_url(config_dir: Path) -> str:
     """The Postgres URL that holds the bot's state, or "" for the data directory's SQLite files."""
     path = config_dir / CONFIG_FILE
-    name = env_name(SETTING)
-    given = {k.upper(): v for k, v in os.environ.items()}.get(name)
-    if given is None:
-        try:
-            data, _ = read_toml(path)
-        except ConfigError:
-            data = {}
-        section = data.get("cluster")
-        given = section.get("postgres_url") if isinstance(section, dict) else None
+    given = given_value(path, SETTING)
     try:
         return ClusterSettings.model_validate({} if given is None else {"postgres_url": given}).postgres_url
     except ValidationError:  # the value is a secret: never repeated
-        raise ConfigError(f"invalid setting {SETTING} (from {name} or {path}): must be empty or a "
+        raise ConfigError(f"invalid setting {SETTING} (from {env_name(SETTING)} or {path}): must be empty or a "
                           "postgresql://user:password@host:port/database URL") from None

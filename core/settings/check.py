@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import tomllib
 import typing
@@ -27,6 +28,22 @@ Sections = Mapping[str, type[BaseModel]]
 def env_name(key: str) -> str:
     section, _, name = key.partition(".")
     return f"{ENV_PREFIX}{section.upper()}__{name.upper()}"
+
+
+def given_value(toml_path: Path, key: str) -> Any:
+    """One setting as given, without loading (or validating) the others: its environment variable wins, then
+    its key in the TOML file; None when neither gives it. A file that is not valid TOML gives nothing: the
+    commands that read stored state (`ania sessions`, Studio) read it whatever the settings say."""
+    given = {k.upper(): v for k, v in os.environ.items()}.get(env_name(key))
+    if given is not None:
+        return given
+    try:
+        data, _ = read_toml(toml_path)
+    except ConfigError:
+        return None
+    section, _, name = key.partition(".")
+    table = data.get(section)
+    return table.get(name) if isinstance(table, dict) else None
 
 
 Lines = dict[tuple[str, ...], int]
