@@ -37,6 +37,8 @@ class PgLease:
         self._url = url
         self._conn: psycopg.AsyncConnection[tuple[object, ...]] | None = None
         self.held = False
+        #: The last take failed (said once in the log until one succeeds again).
+        self._failing = False
 
     async def take(self) -> bool:
         """True when this process holds the lock now: a holder checks its connection is still there, any other
@@ -53,9 +55,12 @@ class PgLease:
                     cur = await self._conn.execute("SELECT pg_try_advisory_lock(%s)", [CLOCK_LOCK])
                     row = await cur.fetchone()
                     self.held = bool(row and row[0])
+            self._failing = False
         except (psycopg.Error, TimeoutError) as e:
-            log.warning("clock: the connection to the Postgres store for the clock's lock failed: %s",
-                        scrub(str(e), self._url) or type(e).__name__)
+            if not self._failing:
+                log.warning("clock: the connection to the Postgres store for the clock's lock failed (tried again "
+                            "every %g s): %s", CHECK_SEC, scrub(str(e), self._url) or type(e).__name__)
+            self._failing = True
             await self.release()
         return self.held
 
