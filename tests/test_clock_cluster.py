@@ -153,7 +153,9 @@ async def test_the_holder_killed_the_other_bot_takes_over_and_each_due_time_is_l
         rows = [ClockRun.from_row(r) for r in conn.execute("SELECT * FROM clock_runs ORDER BY scheduled")]
     assert_each_due_time_once(rows)
     assert {r.status for r in rows} <= {"success", "missed", "interrupted"}
-    assert sum(r.status == "success" for r in rows) >= 4
+    # Each "beat" printed is a run's row: `success`, or `interrupted` when its bot was killed (or stopped) after
+    # the reply went out and before the row was finished.
+    assert sum(r.status in ("success", "interrupted") for r in rows) >= 4
 
 
 async def test_a_holder_whose_connection_is_cut_stops_firing_and_one_bot_fires_on(
