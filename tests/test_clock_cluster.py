@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psycopg
 
-from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
+from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI, Stall
 from services.clock import ClockRun
 from services.store import AppStore
 from services.store_pg import PostgresBackend
@@ -184,3 +184,24 @@ async def test_a_holder_whose_connection_is_cut_stops_firing_and_one_bot_fires_o
     with psycopg.connect(pg_url) as conn:  # the lock is held again, by the one bot that fires
         assert conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
                             "(SELECT oid FROM pg_database WHERE datname = current_database())").fetchone() == (1,)
+
+
+async def test_the_bot_standing_by_sees_a_run_in_progress_on_the_holder_and_does_not_start_it_again(
+        scripted_llm: ScriptedOpenAI, make_chat, tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+    settings = clock_settings(scripted_llm, cluster={"postgres_url": pg_url})
+    scripted_llm.respond_with(Router().on("PROMPT-LONG", Stall(30, Reply("done"))))
+    first = await make_chat(settings, data=tmp_path / "one")
+    second = await make_chat(settings, data=tmp_path / "two")
+    one, two = first.engine.services.clock, second.engine.services.clock
+    await one.start()
+    await two.start()
+    two.create("f:u1", "u1", "in 1s", "PROMPT-LONG a long job", name="long")  # made on the bot standing by
+    [row] = await runs_until(two, "f:u1", lambda rs: finished(rs, "running"), timeout=60)
+    [listed] = await second.say("f:u1", "u1", "/clock list")
+    assert f"running now (run {row.id})" in listed
+    assert await second.say("f:u1", "u1", "/clock run 1") == [
+        f"Task 1 is running now (run {row.id}); wait for it to finish"]
+    await one.stop()  # the holder stops: its run is logged interrupted, the other bot then holds the clock
+    await wait_for(lambda: two.firing, 60)
+    [after] = two.log("f:u1")
+    assert (after.id, after.status) == (row.id, "interrupted")

@@ -151,8 +151,8 @@ class ClockService:
         task = self.book.owned(session, task_id)
         if self._runner is None:
             raise ToolError(NOT_BOUND)
-        if task.id in self._live:
-            raise ToolError(BUSY.format(id=task.id, run=self._live[task.id].run_id))
+        if running := self._running_of(task.id):
+            raise ToolError(BUSY.format(id=task.id, run=running))
         run_id = _new_id()
         self._spawn(self._fire(task.id, datetime.now(self.tz), by=by, run_id=run_id))
         return run_id
@@ -185,8 +185,11 @@ class ClockService:
         return live.background if live is not None else None
 
     def _running_of(self, task_id: int) -> str:
+        """Its run in progress here, or (on a store other bots share) on any of them."""
         live = self._live.get(task_id)
-        return live.run_id if live is not None else ""
+        if live is not None:
+            return live.run_id
+        return self.db.running(task_id) if self._lease is not None else ""
 
     # --- the scheduler ----------------------------------------------------------------------------
     async def start(self) -> None:

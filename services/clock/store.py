@@ -96,6 +96,12 @@ class ClockStore:
             tx.write("DELETE FROM clock_runs WHERE task_id = ? AND id NOT IN (SELECT id FROM clock_runs "
                      "WHERE task_id = ? ORDER BY scheduled DESC, rowid DESC LIMIT ?)", [task_id, task_id, KEEP_RUNS])
 
+    def running(self, task_id: int) -> str:
+        """The id of the task's newest run logged `running` ("" when none)."""
+        found = self._store.query("SELECT id FROM clock_runs WHERE task_id = ? AND status = 'running' "
+                                  "ORDER BY scheduled DESC, rowid DESC LIMIT 1", [task_id])
+        return str(found[0]["id"]) if found else ""
+
     def interrupt(self, run_id: str, detail: str) -> None:
         self._store.write("UPDATE clock_runs SET status = 'interrupted', ended = ?, detail = ? WHERE id = ? "
                           "AND status = 'running'", [time.time(), detail, run_id])
