@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 
 PRIVATE_UMASK = 0o077
 #: The file whose lock a running bot holds (its clock's: services/files.py `OwnerLock`); `ania panel` alone and
-#: `ania migrate` hold it too, so no bot starts meanwhile.
+#: `ania migrate` hold it too, so no bot starts meanwhile. On a Postgres store it still keeps one bot per data
+#: directory; which of the bots sharing the database fires the tasks is an advisory lock (services/clock/lease.py).
 BOT_LOCK = "clock.lock"
 
 

@@ -82,10 +82,15 @@ def test_clock_tasks_and_runs(store: AppStore) -> None:  # noqa: F811
     db.update(tid, enabled=False, name="renamed")
     task = db.get(tid)
     assert task is not None and (task.enabled, task.name, task.since) == (False, "renamed", now)
-    db.start_run(_run(tid, 0, now), fired=True)
-    db.add_missed([_run(tid, n, now, "missed") for n in (1, 2)], last_fire=now + 5)  # same due time: order kept
+    assert db.start_run(_run(tid, 0, now), fired=True)  # claims its due time
+    assert db.add_missed([_run(tid, n, now, "missed") for n in (1, 2)])  # same due time, no claim: order kept
     assert [r.id for r in db.runs(task_id=tid)] == [f"r{tid}-2", f"r{tid}-1", f"r{tid}-0"]
+    assert db.get(tid).last_fire == now  # type: ignore[union-attr]
+    assert not db.start_run(_run(tid, 3, now), fired=True)  # claimed already: nothing written
+    assert not db.add_missed([_run(tid, 4, now, "missed")], last_fire=now + 5)
+    assert db.add_missed([_run(tid, 5, now + 1, "missed")], last_fire=now + 5)  # due times now+1 .. now+5
     assert db.get(tid).last_fire == now + 5  # type: ignore[union-attr]
+    assert [r.id for r in db.runs(task_id=tid)] == [f"r{tid}-5", f"r{tid}-2", f"r{tid}-1", f"r{tid}-0"]
     outcome = RunOutcome("success", reply="ok", delivered=True, tool_calls=(ToolCallRecord("time", "{}"),),
                          tool_call_count=1, usage={"total_tokens": 3}, thread="clock:x")
     db.finish_run(f"r{tid}-0", tid, outcome, delete_task=False)

@@ -12,6 +12,7 @@ How the modules fit:
 - `texts`: the lines and notices people and the model read.
 - `book`: the task book: create, update, delete, list, with the checks and ownership every change meets.
 - `service`: `ClockService`, the book plus the scheduler: the fire path and start-up.
+- `lease`: on a Postgres store, the advisory lock that picks the one bot of those sharing it that fires.
 
 A run itself is the clock graph (graphs/clock.py), reached through the runner the runtime binds
 (ania/clock/runner.py), because a service cannot import a graph.

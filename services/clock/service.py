@@ -13,6 +13,13 @@ is refused with a clear error instead of firing every task a second time and mar
 runs `interrupted`. Then it marks rows left `running` as `interrupted`, settles fire times that passed
 while the bot was down (services/clock/misfire.py), and registers every task again. A row that cannot be
 read as a task is reported, not loaded. `stop` frees the lock.
+
+On a Postgres store (`cluster.postgres_url`) several bots with data directories of their own share the tasks:
+only the one holding the clock's advisory lock (services/clock/lease.py) fires them; the others stand by and
+take over when it dies, starting as a restarted bot does. Any bot manages tasks (the tools, `/clock`): they
+are rows, and the holder reads the scheduling columns of every task each `CHECK_SEC` and registers what
+another bot created, changed or deleted (a poll rather than LISTEN/NOTIFY: it needs nothing from the writers,
+so a task written by any process, or while the holder was reconnecting, is seen all the same).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from core.errors import RunError, ToolError
 from core.settings import Settings
 from services.clock.background import BackgroundSubagents
 from services.clock.book import UNREADABLE, TaskBook, why
+from services.clock.lease import CHECK_SEC, PgLease
 from services.clock.misfire import overdue
 from services.clock.model import ClockRun, ClockRunner, ClockTask, RunOutcome, RunSpec
 from services.clock.schedule import Schedule, show
@@ -53,6 +61,7 @@ RAISED = "an error on the bot's side ({name}); it is in the log"
 STOPPED = "the bot stopped during the run"
 STOPPED_BY = "stopped with /stop by {user}"
 CRASHED = "the bot stopped or crashed during the run"
+TAKEN = "clock %s: its run due at %s was taken by another bot (a hand-over of the clock)"
 ELSEWHERE = ("another Ania bot (process {pid}) is running on the data directory {dir} and fires its scheduled "
              "tasks; stop it first, or give this bot its own ANIA_DATA_DIR")
 
@@ -73,6 +82,11 @@ class ClockService:
                  lock_path: Path | None = None) -> None:
         self.settings = settings.clock
         self._owner = OwnerLock(lock_path) if lock_path is not None else None
+        #: On a Postgres store: the right to fire, shared with the other bots on it.
+        self._lease = PgLease(settings.cluster.postgres_url) if store.dialect.postgres else None
+        self._watch: asyncio.Task[None] | None = None
+        #: What the scheduler has of each task (its scheduling columns; None for a broken row).
+        self._known: dict[int, tuple[Any, ...] | None] = {}
         self.tz = local_zone(self.settings.timezone)
         self.db = ClockStore(store)
         self._outboxes = outboxes
@@ -89,6 +103,12 @@ class ClockService:
 
     @property
     def running(self) -> bool:
+        """Started: firing, or standing by for another bot on the same Postgres store."""
+        return self._scheduler is not None or self._watch is not None
+
+    @property
+    def firing(self) -> bool:
+        """This process fires the tasks (on Postgres: it holds the clock's lock)."""
         return self._scheduler is not None
 
     @property
@@ -114,6 +134,7 @@ class ClockService:
         view = self.book.delete(session, task_id)
         if self._scheduler is not None:
             self._scheduler.remove(task_id)
+        self._known.pop(task_id, None)
         return view
 
     def views(self, session: str | None = None) -> list[TaskView]:
@@ -130,8 +151,8 @@ class ClockService:
         task = self.book.owned(session, task_id)
         if self._runner is None:
             raise ToolError(NOT_BOUND)
-        if task.id in self._live:
-            raise ToolError(BUSY.format(id=task.id, run=self._live[task.id].run_id))
+        if running := self._running_of(task.id):
+            raise ToolError(BUSY.format(id=task.id, run=running))
         run_id = _new_id()
         self._spawn(self._fire(task.id, datetime.now(self.tz), by=by, run_id=run_id))
         return run_id
@@ -164,56 +185,130 @@ class ClockService:
         return live.background if live is not None else None
 
     def _running_of(self, task_id: int) -> str:
+        """Its run in progress here, or (on a store other bots share) on any of them."""
         live = self._live.get(task_id)
-        return live.run_id if live is not None else ""
+        if live is not None:
+            return live.run_id
+        return self.db.running(task_id) if self._lease is not None else ""
 
     # --- the scheduler ----------------------------------------------------------------------------
     async def start(self) -> None:
-        """Mark crashed runs, settle overdue fire times, register every task, start firing."""
-        if self._scheduler is not None:
+        """Take the data directory's lock; then fire (the clock's lock taken, on Postgres), or stand by."""
+        if self.running:
             return
         if self._owner is not None and (holder := self._owner.acquire()) is not None:
             raise RunError(ELSEWHERE.format(pid=holder, dir=self._owner.path.parent))
+        if self._lease is None:
+            await self._begin()
+            return
+        if await self._lease.take():
+            await self._begin()
+        else:
+            log.info("clock: another bot on the Postgres store fires the tasks; this one takes over if it stops")
+        self._watch = asyncio.get_running_loop().create_task(self._keep())
+
+    async def _keep(self) -> None:
+        """Every CHECK_SEC: take the clock when it is free, stop firing when it was lost, and pick up the tasks
+        other bots changed while holding it."""
+        assert self._lease is not None  # noqa: S101 - narrows for mypy: only started on Postgres
+        while True:
+            await asyncio.sleep(CHECK_SEC)
+            try:
+                held = await self._lease.take()
+                if held and self._scheduler is None:
+                    log.warning("clock: took over firing the scheduled tasks (the bot that held it stopped)")
+                    await self._begin()
+                elif not held and self._scheduler is not None:
+                    log.error("clock: lost the clock's lock on the Postgres store; this bot stops firing")
+                    await self._halt()
+                elif held:
+                    await self._pick_up(datetime.now(self.tz))
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the store refused a read: logged, tried again at the next check
+                log.exception("clock: the check of the clock's lock failed")
+
+    async def _begin(self) -> None:
+        """Mark crashed runs, settle overdue fire times, register every task, start firing."""
         scheduler = Scheduler(self.tz, self._due)
         for run in self.db.interrupt_all(CRASHED):
             log.warning("clock run %s of task %d was interrupted by a stop or crash", run.id, run.task_id)
             await self._tell_interrupted(run)
-        now = datetime.now(self.tz)
-        catch_up: list[tuple[int, datetime]] = []
-        for row in self.db.rows():
+        self._known.clear()
+        scheduler.start()
+        self._scheduler = scheduler
+        made_up = await self._pick_up(datetime.now(self.tz))
+        log.info("clock: %d task(s) scheduled, %d run(s) made up, %d broken", len(scheduler), made_up,
+                 len(self.broken))
+
+    async def _pick_up(self, now: datetime) -> int:
+        """Load the tasks the scheduler does not have as they are (all of them at the start; later the ones
+        another bot created, changed or deleted); returns how many runs were made up."""
+        scheduler = self._scheduler
+        assert scheduler is not None  # noqa: S101 - narrows for mypy: called while firing
+        rows = {int(row["id"]): row for row in self.db.rows()}
+        for gone in set(self._known) - set(rows):
+            scheduler.remove(gone)
+            del self._known[gone]
+        made_up = 0
+        for task_id, row in rows.items():
             try:
                 task = ClockTask.from_row(row)
                 schedule = self.book.schedule(task)
             except UNREADABLE as e:
-                self.broken[int(row["id"])] = reason = why(e)
-                log.error("clock task row %s cannot be loaded (%s); the other tasks are loaded", row.get("id"), reason)
+                if task_id not in self._known or self._known[task_id] is not None:
+                    self.broken[task_id] = reason = why(e)
+                    log.error("clock task row %s cannot be loaded (%s); the other tasks are loaded", task_id, reason)
+                    scheduler.remove(task_id)
+                    self._known[task_id] = None
                 continue
-            if not task.enabled:
+            if task_id in self._known and self._known[task_id] == _key(task):
                 continue
-            since = datetime.fromtimestamp(task.since, schedule.tz)
-            late = overdue(schedule, since, _at(task.last_fire, schedule), now, self.settings.misfire_grace_sec)
-            if late.missed and late.first_missed is not None:
-                await self._missed_at_start(task, schedule, late.first_missed, late.last_missed, late.missed,
-                                            late.at_least)
-            if late.run_at is not None:
-                catch_up.append((task.id, late.run_at))
-            if late.upcoming is not None or (late.at_least and self.book.next_fire(task, schedule) is not None):
-                scheduler.put(task.id, schedule.trigger)
-            elif late.run_at is None:  # a one-time task whose time passed: nothing left to run
+            self.broken.pop(task_id, None)
+            self._known[task_id] = _key(task)
+            made_up += await self._load(task, schedule, scheduler, now)
+        return made_up
+
+    async def _load(self, task: ClockTask, schedule: Schedule, scheduler: Scheduler, now: datetime) -> int:
+        """Settle a task's fire times that passed unseen and register it; 1 when a run is made up now."""
+        if not task.enabled:
+            scheduler.remove(task.id)
+            return 0
+        since = datetime.fromtimestamp(task.since, schedule.tz)
+        late = overdue(schedule, since, _at(task.last_fire, schedule), now, self.settings.misfire_grace_sec)
+        if late.missed and late.first_missed is not None:
+            await self._missed_at_start(task, schedule, late.first_missed, late.last_missed, late.missed,
+                                        late.at_least)
+        if late.upcoming is not None or (late.at_least and self.book.next_fire(task, schedule) is not None):
+            scheduler.put(task.id, schedule.trigger)
+        else:
+            scheduler.remove(task.id)
+            if late.run_at is None:  # a one-time task whose time passed: nothing left to run
                 self.db.delete(task.id)
-        scheduler.start()
-        self._scheduler = scheduler
-        for task_id, at in catch_up:
-            self._spawn(self._fire(task_id, at, late_ok=True))
-        log.info("clock: %d task(s) scheduled, %d run(s) made up, %d broken", len(scheduler), len(catch_up),
-                 len(self.broken))
+        if late.run_at is None:
+            return 0
+        self._spawn(self._fire(task.id, late.run_at, late_ok=True))
+        return 1
 
     async def stop(self) -> None:
         """Stop firing and cancel the runs in progress: their rows become `interrupted` and their chats are told
         (a platform that is still attached, as over a /reboot, shows it; a crash is told at the next start)."""
+        if self._watch is not None:
+            self._watch.cancel()
+            await asyncio.gather(self._watch, return_exceptions=True)
+            self._watch = None
+        await self._halt()
+        if self._lease is not None:
+            await self._lease.release()
+        if self._owner is not None:
+            self._owner.release()
+
+    async def _halt(self) -> None:
+        """Stop firing; the runs in progress are cancelled and logged `interrupted`."""
         if self._scheduler is not None:
             self._scheduler.stop()
             self._scheduler = None
+        self._known.clear()
         live = {run.run_id: task_id for task_id, run in self._live.items()}
         spawned = list(self._spawned)
         for t in spawned:
@@ -223,8 +318,6 @@ class ClockService:
             for run in self.db.runs(task_id=task_id, limit=5):
                 if run.id in live and run.status == "interrupted":
                     await self._tell_interrupted(run)
-        if self._owner is not None:
-            self._owner.release()
 
     def _register(self, task: ClockTask) -> None:
         if self._scheduler is None:
@@ -234,6 +327,7 @@ class ClockService:
             self._scheduler.put(task.id, schedule.trigger)
         else:
             self._scheduler.remove(task.id)
+        self._known[task.id] = _key(task)
 
     def _due(self, job_id: str, scheduled: datetime) -> None:
         """From the scheduler (in the event loop): start the fire at once, as its own asyncio task."""
@@ -270,8 +364,10 @@ class ClockService:
         if task.id in self._live:
             return self._missed(task, due, OVERLAP.format(run=self._live[task.id].run_id), fired)
         thread = f"clock:{task.id}:{run_id}"
-        self.db.start_run(ClockRun(run_id, task.id, task.session, task.name, "running", due, started=started,
-                                   thread=thread), fired=fired)
+        if not self.db.start_run(ClockRun(run_id, task.id, task.session, task.name, "running", due, started=started,
+                                          thread=thread), fired=fired):
+            log.info(TAKEN, task.label, _show(due, self.tz))
+            return
         live = LiveRun(run_id, BackgroundSubagents(self._subagents, run_id), task.session, task.created_by,
                        asyncio.current_task())
         self._live[task.id] = self._by_run[run_id] = live
@@ -313,7 +409,8 @@ class ClockService:
     def _missed(self, task: ClockTask, due: float, detail: str, fired: bool = True) -> None:
         log.warning("clock %s: a run due at %s was missed: %s", task.label, _show(due, self.tz), detail)
         run = ClockRun(_new_id(), task.id, task.session, task.name, "missed", due, detail=detail)
-        self.db.add_missed([run], last_fire=due if fired else None)
+        if not self.db.add_missed([run], last_fire=due if fired else None):
+            log.info(TAKEN, task.label, _show(due, self.tz))
 
     async def _missed_at_start(self, task: ClockTask, schedule: Schedule, first: datetime, last: datetime | None,
                                n: int, at_least: bool) -> None:
@@ -321,7 +418,9 @@ class ClockService:
         latest = _show((last or first).timestamp(), schedule.tz)
         detail = f"{count} run(s) due while the bot was down, up to {latest}"
         run = ClockRun(_new_id(), task.id, task.session, task.name, "missed", first.timestamp(), detail=detail)
-        self.db.add_missed([run], last_fire=(last or first).timestamp())
+        if not self.db.add_missed([run], last_fire=(last or first).timestamp()):
+            log.info(TAKEN, task.label, latest)
+            return
         log.warning("clock %s: %s", task.label, detail)
         await self._tell(task.session, missed_notice(task, n, first, last, self.settings.misfire_grace_sec, at_least,
                                                      schedule.tz, self.book.maybe_view(task.id)))
@@ -336,6 +435,11 @@ class ClockService:
             await self._outboxes.send(session, text)
         except Exception:
             log.exception("could not tell %s: %s", session, text[:200])
+
+
+def _key(task: ClockTask) -> tuple[Any, ...]:
+    """What decides when a task fires (the prompt and the timeout are read at each fire)."""
+    return task.schedule, task.timezone, task.enabled, task.since, task.run_once
 
 
 def _new_id() -> str:

@@ -4,6 +4,11 @@ Every method is one short statement or transaction (on SQLite or Postgres: servi
 calls the ones on a run's path from a worker thread. A fire writes its log row and the task's `last_fire` together, and
 a run-once task's last row and its deletion are one transaction, so a crash never leaves one without
 the other.
+
+A scheduled fire *claims* its due time: moving `last_fire` forward to it is one conditional UPDATE (only
+while `last_fire` is before it), in the transaction that writes the row. Two processes firing the same due
+time (a hand-over between bots on one Postgres store: services/clock/lease.py) are serialized on the task's
+row, and the second finds it claimed and writes nothing: each due time is logged once, run or `missed`.
 """
 
 from __future__ import annotations
@@ -58,21 +63,25 @@ class ClockStore:
         self._store.write("DELETE FROM clock_tasks WHERE id = ?", [task_id])
 
     # --- the task log --------------------------------------------------------------------------
-    def start_run(self, run: ClockRun, fired: bool) -> None:
-        """The `running` row; `fired` (the schedule fired it, not a person) also moves the task's last_fire."""
+    def start_run(self, run: ClockRun, fired: bool) -> bool:
+        """The `running` row; `fired` (the schedule fired it, not a person) also claims its due time. False
+        (nothing written) when the due time was claimed already, or the task is gone."""
         with self._store.transaction() as tx:
+            if fired and not _claim(tx, run.task_id, run.scheduled, run.scheduled):
+                return False
             _insert(tx, run)
-            if fired:
-                tx.write("UPDATE clock_tasks SET last_fire = ? WHERE id = ?", [run.scheduled, run.task_id])
+        return True
 
-    def add_missed(self, runs: Iterable[ClockRun], last_fire: float | None = None) -> None:
-        """`missed` rows; with `last_fire`, the task's last fire moves there (its fires up to it are accounted)."""
+    def add_missed(self, runs: Iterable[ClockRun], last_fire: float | None = None) -> bool:
+        """`missed` rows; with `last_fire`, they claim the due times from the first row's to `last_fire` (the
+        task's fires up to it are accounted). False (nothing written) when one of them was claimed already."""
         runs = list(runs)
         with self._store.transaction() as tx:
+            if last_fire is not None and runs and not _claim(tx, runs[0].task_id, runs[0].scheduled, last_fire):
+                return False
             for run in runs:
                 _insert(tx, run)
-            if last_fire is not None and runs:
-                tx.write("UPDATE clock_tasks SET last_fire = ? WHERE id = ?", [last_fire, runs[0].task_id])
+        return True
 
     def finish_run(self, run_id: str, task_id: int, outcome: RunOutcome, delete_task: bool) -> None:
         calls = json.dumps([asdict(c) for c in outcome.tool_calls], ensure_ascii=False)
@@ -86,6 +95,12 @@ class ClockStore:
                 tx.write("DELETE FROM clock_tasks WHERE id = ?", [task_id])
             tx.write("DELETE FROM clock_runs WHERE task_id = ? AND id NOT IN (SELECT id FROM clock_runs "
                      "WHERE task_id = ? ORDER BY scheduled DESC, rowid DESC LIMIT ?)", [task_id, task_id, KEEP_RUNS])
+
+    def running(self, task_id: int) -> str:
+        """The id of the task's newest run logged `running` ("" when none)."""
+        found = self._store.query("SELECT id FROM clock_runs WHERE task_id = ? AND status = 'running' "
+                                  "ORDER BY scheduled DESC, rowid DESC LIMIT 1", [task_id])
+        return str(found[0]["id"]) if found else ""
 
     def interrupt(self, run_id: str, detail: str) -> None:
         self._store.write("UPDATE clock_runs SET status = 'interrupted', ended = ?, detail = ? WHERE id = ? "
@@ -113,6 +128,13 @@ class ClockStore:
             args.append(task_id)
         where = ("WHERE " + " AND ".join(conds)) if conds else ""
         return _select(self._store, f"{where} ORDER BY scheduled DESC, rowid DESC LIMIT ?", [*args, limit])
+
+
+def _claim(tx: Tx, task_id: int, first: float, last: float) -> bool:
+    """Move the task's last fire to `last` if no fire at or after `first` is accounted yet (on Postgres the
+    UPDATE waits for another transaction's claim of the row and then reads the row it left)."""
+    return tx.write("UPDATE clock_tasks SET last_fire = ? WHERE id = ? AND (last_fire IS NULL OR last_fire < ?)",
+                    [last, task_id, first]) == 1
 
 
 def _insert(tx: Tx, run: ClockRun) -> None:
