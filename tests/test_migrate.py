@@ -154,7 +154,7 @@ async def test_migrate_is_refused_while_a_bot_holds_the_data_directory(
 ])
 def test_a_bad_postgres_url_is_one_line_naming_the_setting_without_the_password(tmp_path: Path, url: str) -> None:
     url = url.replace("{port}", str(free_port()))
-    (tmp_path / "data").mkdir()
+    (tmp_path / "data").mkdir(mode=0o700)  # private, as the bot makes it (no warning line)
     sqlite3.connect(tmp_path / "data" / "ania.db").close()
     for argv, env, setting in ((["migrate", "--to", url], {}, "--to"),
                                (["logs", "ops"], {"ANIA_CLUSTER__POSTGRES_URL": url}, "cluster.postgres_url")):
