@@ -110,6 +110,7 @@ def test_the_scan_sees_what_it_should():
     """The mapping reaches into namespaces and leaves optional imports alone."""
     found = third_party()
     assert "aiohttp" in found and "starlette.applications" in found and "langgraph.checkpoint.base" in found
-    assert "langgraph.checkpoint.postgres.aio" not in found  # in a try that handles ImportError
+    assert "uvloop" not in found  # in a try that handles ImportError (ania/loop.py)
+    assert "langgraph.checkpoint.postgres.aio" in found  # a dependency since the cluster's checkpoints
     owners = md.packages_distributions()
     assert distributions_of("langgraph.checkpoint.base", owners["langgraph"]) == {"langgraph-checkpoint"}
