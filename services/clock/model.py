@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -150,3 +151,8 @@ class ClockRunner(Protocol):
     raises for the run's own failures (a model error, a timeout): they come back as the outcome."""
 
     async def run(self, task: ClockTask, spec: RunSpec) -> RunOutcome: ...
+
+
+def new_run_id() -> str:
+    """A run's id: 12 hex digits, unique enough within one store's run log."""
+    return uuid.uuid4().hex[:12]

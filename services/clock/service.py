@@ -11,7 +11,7 @@ previous run is still going, is logged as `missed`. The service never raises int
 data directory's `clock.lock` (services/files.py `OwnerLock`): a second bot on the same data directory
 is refused with a clear error instead of firing every task a second time and marking the first one's
 runs `interrupted`. Then it marks rows left `running` as `interrupted`, settles fire times that passed
-while the bot was down (services/clock/misfire.py), and registers every task again. A row that cannot be
+while the bot was down and registers every task again (services/clock/loading.py). A row that cannot be
 read as a task is reported, not loaded. `stop` frees the lock.
 
 On a Postgres store (`cluster.postgres_url`) several bots with data directories of their own share the tasks:
@@ -27,24 +27,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from core.errors import RunError, ToolError
 from core.settings import Settings
 from services.clock.background import BackgroundSubagents
 from services.clock.book import UNREADABLE, TaskBook, why
 from services.clock.lease import CHECK_SEC, PgLease
-from services.clock.misfire import overdue
-from services.clock.model import ClockRun, ClockRunner, ClockTask, RunOutcome, RunSpec
-from services.clock.schedule import Schedule, show
+from services.clock.loading import TAKEN, TaskLoader
+from services.clock.model import ClockRun, ClockRunner, ClockTask, RunOutcome, RunSpec, new_run_id
 from services.clock.scheduler import Scheduler
 from services.clock.store import ClockStore
-from services.clock.texts import FAILED, INTERRUPTED, TIMED_OUT, TaskView, missed_notice, next_words
+from services.clock.texts import FAILED, INTERRUPTED, TIMED_OUT, TaskView, next_words, show_ts
 from services.clock.zones import local_zone
 from services.files import OwnerLock
 from services.outboxes import Outboxes
@@ -61,7 +58,6 @@ RAISED = "an error on the bot's side ({name}); it is in the log"
 STOPPED = "the bot stopped during the run"
 STOPPED_BY = "stopped with /stop by {user}"
 CRASHED = "the bot stopped or crashed during the run"
-TAKEN = "clock %s: its run due at %s was taken by another bot (a hand-over of the clock)"
 ELSEWHERE = ("another Ania bot (process {pid}) is running on the data directory {dir} and fires its scheduled "
              "tasks; stop it first, or give this bot its own ANIA_DATA_DIR")
 
@@ -85,8 +81,6 @@ class ClockService:
         #: On a Postgres store: the right to fire, shared with the other bots on it.
         self._lease = PgLease(settings.cluster.postgres_url) if store.dialect.postgres else None
         self._watch: asyncio.Task[None] | None = None
-        #: What the scheduler has of each task (its scheduling columns; None for a broken row).
-        self._known: dict[int, tuple[Any, ...] | None] = {}
         self.tz = local_zone(self.settings.timezone)
         self.db = ClockStore(store)
         self._outboxes = outboxes
@@ -97,6 +91,8 @@ class ClockService:
         self._by_run: dict[str, LiveRun] = {}
         self._spawned: set[asyncio.Task[None]] = set()
         self.book = TaskBook(self.db, self.settings, self.tz, self._running_of)
+        self._tasks = TaskLoader(self.db, self.book, self.settings.misfire_grace_sec,
+                                 lambda task_id, due: self._spawn(self._fire(task_id, due, late_ok=True)), self._tell)
 
     def bind(self, runner: ClockRunner) -> None:
         self._runner = runner
@@ -120,21 +116,19 @@ class ClockService:
     def create(self, session: str, by: str, schedule: str, prompt: str, name: str | None = None,
                run_once: bool = False, timeout_sec: int | None = None) -> TaskView:
         task = self.book.create(session, by, schedule, prompt, name, run_once, timeout_sec)
-        self._register(task)
+        self._tasks.register(task, self._scheduler)
         return self.book.view(task)
 
     def update(self, session: str | None, task_id: int, *, schedule: str | None = None, prompt: str | None = None,
                enabled: bool | None = None, timeout_sec: int | None = None) -> TaskView:
         task = self.book.update(session, task_id, schedule=schedule, prompt=prompt, enabled=enabled,
                                 timeout_sec=timeout_sec)
-        self._register(task)
+        self._tasks.register(task, self._scheduler)
         return self.book.view(task)
 
     def delete(self, session: str | None, task_id: int) -> TaskView:
         view = self.book.delete(session, task_id)
-        if self._scheduler is not None:
-            self._scheduler.remove(task_id)
-        self._known.pop(task_id, None)
+        self._tasks.forget(task_id, self._scheduler)
         return view
 
     def views(self, session: str | None = None) -> list[TaskView]:
@@ -153,7 +147,7 @@ class ClockService:
             raise ToolError(NOT_BOUND)
         if running := self._running_of(task.id):
             raise ToolError(BUSY.format(id=task.id, run=running))
-        run_id = _new_id()
+        run_id = new_run_id()
         self._spawn(self._fire(task.id, datetime.now(self.tz), by=by, run_id=run_id))
         return run_id
 
@@ -221,8 +215,8 @@ class ClockService:
                 elif not held and self._scheduler is not None:
                     log.error("clock: lost the clock's lock on the Postgres store; this bot stops firing")
                     await self._halt()
-                elif held:
-                    await self._pick_up(datetime.now(self.tz))
+                elif held and self._scheduler is not None:
+                    await self._tasks.pick_up(self._scheduler, datetime.now(self.tz))
             except asyncio.CancelledError:
                 raise
             except Exception:  # the store refused a read: logged, tried again at the next check
@@ -234,61 +228,12 @@ class ClockService:
         for run in self.db.interrupt_all(CRASHED):
             log.warning("clock run %s of task %d was interrupted by a stop or crash", run.id, run.task_id)
             await self._tell_interrupted(run)
-        self._known.clear()
+        self._tasks.clear()
         scheduler.start()
         self._scheduler = scheduler
-        made_up = await self._pick_up(datetime.now(self.tz))
+        made_up = await self._tasks.pick_up(scheduler, datetime.now(self.tz))
         log.info("clock: %d task(s) scheduled, %d run(s) made up, %d broken", len(scheduler), made_up,
                  len(self.broken))
-
-    async def _pick_up(self, now: datetime) -> int:
-        """Load the tasks the scheduler does not have as they are (all of them at the start; later the ones
-        another bot created, changed or deleted); returns how many runs were made up."""
-        scheduler = self._scheduler
-        assert scheduler is not None  # noqa: S101 - narrows for mypy: called while firing
-        rows = {int(row["id"]): row for row in self.db.rows()}
-        for gone in set(self._known) - set(rows):
-            scheduler.remove(gone)
-            del self._known[gone]
-        made_up = 0
-        for task_id, row in rows.items():
-            try:
-                task = ClockTask.from_row(row)
-                schedule = self.book.schedule(task)
-            except UNREADABLE as e:
-                if task_id not in self._known or self._known[task_id] is not None:
-                    self.broken[task_id] = reason = why(e)
-                    log.error("clock task row %s cannot be loaded (%s); the other tasks are loaded", task_id, reason)
-                    scheduler.remove(task_id)
-                    self._known[task_id] = None
-                continue
-            if task_id in self._known and self._known[task_id] == _key(task):
-                continue
-            self.broken.pop(task_id, None)
-            self._known[task_id] = _key(task)
-            made_up += await self._load(task, schedule, scheduler, now)
-        return made_up
-
-    async def _load(self, task: ClockTask, schedule: Schedule, scheduler: Scheduler, now: datetime) -> int:
-        """Settle a task's fire times that passed unseen and register it; 1 when a run is made up now."""
-        if not task.enabled:
-            scheduler.remove(task.id)
-            return 0
-        since = datetime.fromtimestamp(task.since, schedule.tz)
-        late = overdue(schedule, since, _at(task.last_fire, schedule), now, self.settings.misfire_grace_sec)
-        if late.missed and late.first_missed is not None:
-            await self._missed_at_start(task, schedule, late.first_missed, late.last_missed, late.missed,
-                                        late.at_least)
-        if late.upcoming is not None or (late.at_least and self.book.next_fire(task, schedule) is not None):
-            scheduler.put(task.id, schedule.trigger)
-        else:
-            scheduler.remove(task.id)
-            if late.run_at is None:  # a one-time task whose time passed: nothing left to run
-                self.db.delete(task.id)
-        if late.run_at is None:
-            return 0
-        self._spawn(self._fire(task.id, late.run_at, late_ok=True))
-        return 1
 
     async def stop(self) -> None:
         """Stop firing and cancel the runs in progress: their rows become `interrupted` and their chats are told
@@ -308,7 +253,7 @@ class ClockService:
         if self._scheduler is not None:
             self._scheduler.stop()
             self._scheduler = None
-        self._known.clear()
+        self._tasks.clear()
         live = {run.run_id: task_id for task_id, run in self._live.items()}
         spawned = list(self._spawned)
         for t in spawned:
@@ -318,16 +263,6 @@ class ClockService:
             for run in self.db.runs(task_id=task_id, limit=5):
                 if run.id in live and run.status == "interrupted":
                     await self._tell_interrupted(run)
-
-    def _register(self, task: ClockTask) -> None:
-        if self._scheduler is None:
-            return
-        schedule = self.book.schedule(task)
-        if task.enabled and self.book.next_fire(task, schedule) is not None:
-            self._scheduler.put(task.id, schedule.trigger)
-        else:
-            self._scheduler.remove(task.id)
-        self._known[task.id] = _key(task)
 
     def _due(self, job_id: str, scheduled: datetime) -> None:
         """From the scheduler (in the event loop): start the fire at once, as its own asyncio task."""
@@ -342,7 +277,7 @@ class ClockService:
                     run_id: str = "") -> None:
         started = time.time()
         try:
-            await self._run(task_id, scheduled, started, by, late_ok or bool(by), run_id or _new_id())
+            await self._run(task_id, scheduled, started, by, late_ok or bool(by), run_id or new_run_id())
         except asyncio.CancelledError:
             raise
         except Exception:  # bookkeeping failed (the store?): logged, never raised into the scheduler
@@ -366,7 +301,7 @@ class ClockService:
         thread = f"clock:{task.id}:{run_id}"
         if not self.db.start_run(ClockRun(run_id, task.id, task.session, task.name, "running", due, started=started,
                                           thread=thread), fired=fired):
-            log.info(TAKEN, task.label, _show(due, self.tz))
+            log.info(TAKEN, task.label, show_ts(due, self.tz))
             return
         live = LiveRun(run_id, BackgroundSubagents(self._subagents, run_id), task.session, task.created_by,
                        asyncio.current_task())
@@ -407,27 +342,14 @@ class ClockService:
                                                          next=next_words(self.book.maybe_view(task.id))))
 
     def _missed(self, task: ClockTask, due: float, detail: str, fired: bool = True) -> None:
-        log.warning("clock %s: a run due at %s was missed: %s", task.label, _show(due, self.tz), detail)
-        run = ClockRun(_new_id(), task.id, task.session, task.name, "missed", due, detail=detail)
+        log.warning("clock %s: a run due at %s was missed: %s", task.label, show_ts(due, self.tz), detail)
+        run = ClockRun(new_run_id(), task.id, task.session, task.name, "missed", due, detail=detail)
         if not self.db.add_missed([run], last_fire=due if fired else None):
-            log.info(TAKEN, task.label, _show(due, self.tz))
-
-    async def _missed_at_start(self, task: ClockTask, schedule: Schedule, first: datetime, last: datetime | None,
-                               n: int, at_least: bool) -> None:
-        count = f"at least {n}" if at_least else str(n)
-        latest = _show((last or first).timestamp(), schedule.tz)
-        detail = f"{count} run(s) due while the bot was down, up to {latest}"
-        run = ClockRun(_new_id(), task.id, task.session, task.name, "missed", first.timestamp(), detail=detail)
-        if not self.db.add_missed([run], last_fire=(last or first).timestamp()):
-            log.info(TAKEN, task.label, latest)
-            return
-        log.warning("clock %s: %s", task.label, detail)
-        await self._tell(task.session, missed_notice(task, n, first, last, self.settings.misfire_grace_sec, at_least,
-                                                     schedule.tz, self.book.maybe_view(task.id)))
+            log.info(TAKEN, task.label, show_ts(due, self.tz))
 
     async def _tell_interrupted(self, run: ClockRun) -> None:
         await self._tell(run.session, INTERRUPTED.format(label=f'task {run.task_id} "{run.task_name}"',
-                                                        due=_show(run.scheduled, self.tz),
+                                                        due=show_ts(run.scheduled, self.tz),
                                                         next=next_words(self.book.maybe_view(run.task_id))))
 
     async def _tell(self, session: str, text: str) -> None:
@@ -435,23 +357,6 @@ class ClockService:
             await self._outboxes.send(session, text)
         except Exception:
             log.exception("could not tell %s: %s", session, text[:200])
-
-
-def _key(task: ClockTask) -> tuple[Any, ...]:
-    """What decides when a task fires (the prompt and the timeout are read at each fire)."""
-    return task.schedule, task.timezone, task.enabled, task.since, task.run_once
-
-
-def _new_id() -> str:
-    return uuid.uuid4().hex[:12]
-
-
-def _at(ts: float | None, schedule: Schedule) -> datetime | None:
-    return None if ts is None else datetime.fromtimestamp(ts, schedule.tz)
-
-
-def _show(ts: float, tz: ZoneInfo) -> str:
-    return show(datetime.fromtimestamp(ts, tz), tz)
 
 
 def _sentence(text: str) -> str:

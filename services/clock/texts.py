@@ -97,3 +97,8 @@ def missed_notice(task: ClockTask, n: int, first: datetime, last: datetime | Non
 def _cut(text: str, limit: int) -> str:
     one_line = " ".join(text.split())
     return one_line if len(one_line) <= limit else one_line[:limit] + "…"
+
+
+def show_ts(ts: float, tz: ZoneInfo) -> str:
+    """A stored timestamp as the clock shows times to people."""
+    return show(datetime.fromtimestamp(ts, tz), tz)
