@@ -96,6 +96,8 @@ class Engine:
             built = await STORE_OPEN.call(lambda: _build(paths, settings, options), retry_on=refused_at_start,
                                           on_retry=again)
         except WRITE_REFUSED as e:
+            if not refused_at_start(e):  # not the directory's refusal: raised as it is
+                raise
             raise RunError(f"could not open the data directory {paths.data_dir}: {e}") from None
         return cls(*built, options)
 
