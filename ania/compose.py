@@ -87,6 +87,7 @@ async def build_services(
     hook_handlers: Sequence[Any] = (),
     approval_timeout_sec: float | None = None,
     outboxes: Outboxes | None = None,
+    role: str = "all",
 ) -> Services:
     """Build every service; whatever needs closing is registered on `stack` (closed in reverse order).
     `outboxes` carries the attached platforms over a /reboot."""
@@ -113,7 +114,8 @@ async def build_services(
     knowledge = build_knowledge(paths, settings)
     stack.push_async_callback(knowledge.aclose)
     queries = QueryLog(store, settings.logs)
-    queries.interrupt_running()
+    if role == "all":  # in a cluster another host's pid means nothing here: the gateway's sweep settles
+        queries.interrupt_running()
     return Services(
         settings=settings, paths=paths, admins=admins, store=store, shared_tools=shared, sessions=sessions,
         llm=llm, limiter=CallLimiter(settings.llm.max_concurrent_calls),

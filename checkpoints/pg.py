@@ -44,6 +44,10 @@ async def connect(url: str) -> psycopg.AsyncConnection[Any]:
         raise ConfigError(f"{SETTING}: cannot reach Postgres at {redact_url(url)}: {scrub(str(e), url)}") from None
 
 
+#: Held while the checkpoint tables are made or migrated: LangGraph's `setup` is not safe to run twice at once.
+SETUP_LOCK = 7_302_412
+
+
 @asynccontextmanager
 async def open_postgres(url: str, *, stock: bool,
                         reducers: Mapping[str, Reducer]) -> AsyncIterator[AsyncPostgresSaver]:
@@ -54,7 +58,11 @@ async def open_postgres(url: str, *, stock: bool,
                                                                          serde=MessageSerializer())
         try:
             await conn.execute("SET synchronous_commit = off")
-            await saver.setup()
+            await conn.execute("SELECT pg_advisory_lock(%s)", [SETUP_LOCK])  # processes of a cluster start at once
+            try:
+                await saver.setup()
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", [SETUP_LOCK])
         except psycopg.Error as e:
             raise ConfigError(f"{SETTING}: cannot set up the checkpoint tables at {redact_url(url)}: "
                               f"{scrub(str(e), url)}") from None

