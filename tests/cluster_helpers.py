@@ -45,7 +45,7 @@ class Cluster:
     async def spawn(self, role: str, name: str, **extra: str) -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(
             sys.executable, "-m", "ania.cli", "serve", "--role", role, env=self.env(name, **extra), cwd=ROOT,
-            stdout=asyncio.subprocess.DEVNULL, stderr=open(self.tmp / f"{name}.log", "wb"))  # noqa: SIM115, ASYNC230
+            stdout=asyncio.subprocess.DEVNULL, stderr=open(self.tmp / f"{name}.log", "wb"))  # noqa: ASYNC230
 
     async def start(self, workers: int = 2, **extra: str) -> Cluster:
         self.gateway = await self.spawn("gateway", "gateway", **extra)

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import time
-from typing import Any
 
 import pytest
 
@@ -44,7 +43,7 @@ def answered(cluster: Cluster) -> dict[str, list[list[str]]]:
     return out
 
 
-async def test_forty_messages_over_ten_groups_are_answered_in_order_once(scripted_llm, tmp_path, pg_url) -> None:
+async def test_forty_messages_over_ten_groups_are_answered_in_order_once(scripted_llm, tmp_path, pg_url) -> None:  # noqa: F811
     fake = await FakeOneBot(self_id=BOT).serve()
     cluster = await Cluster(scripted_llm, tmp_path, pg_url, fake.url).start(workers=2)
     try:
@@ -62,6 +61,37 @@ async def test_forty_messages_over_ten_groups_are_answered_in_order_once(scripte
         assert pids <= {w.pid for w in cluster.workers} and len(pids) == 2  # both workers took chats
         for session in sent:  # every answer went out through the gateway, to its own chat
             assert len(fake.texts(session)) == len(got[session])
+        assert cluster.rows("SELECT COUNT(*) FROM inbox") == [(0,)]
+    finally:
+        await cluster.close()
+        await fake.close()
+
+
+async def test_a_worker_killed_mid_turn_leaves_its_chat_to_the_other(scripted_llm, tmp_path, pg_url) -> None:  # noqa: F811
+    from ania.cluster.sweep import INTERRUPTED
+
+    fake = await FakeOneBot(self_id=BOT).serve()
+    cluster = await Cluster(scripted_llm, tmp_path, pg_url, fake.url).start(workers=2)
+    try:
+        await up(fake, cluster)
+        scripted_llm.script([Stall(120)])  # the first turn hangs in the model call
+        first = await fake.group_message(7, 42, [at(BOT), text(" first")])
+        await fake.wait_for(lambda: cluster.rows("SELECT pid FROM query_log WHERE status = 'running'"), timeout=60)
+        (pid,), = cluster.rows("SELECT pid FROM query_log WHERE status = 'running'")
+        second = await fake.group_message(7, 43, [at(BOT), text(" second, waiting behind it")])
+        await fake.wait_for(lambda: cluster.rows("SELECT COUNT(*) FROM inbox") == [(1,)], timeout=30)
+        scripted_llm.reset()
+        scripted_llm.script([Reply("answered by the other worker")])
+        os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        await fake.wait_for(lambda: "answered by the other worker" in fake.texts("g:7"), timeout=60)
+        assert time.monotonic() - killed > 0  # how long it took: bench/bench_cluster.py measures it
+        await asyncio.sleep(1.5)  # nothing more comes: the first message is not answered twice
+        assert fake.texts("g:7") == [INTERRUPTED, "answered by the other worker"]
+        assert [r.messages[-1]["content"] for r in scripted_llm.requests] == ["[43] user43: second, waiting behind it"]
+        rows = cluster.rows("SELECT status, message_ids, pid FROM query_log WHERE session = 'g:7' ORDER BY id")
+        survivor = next(w.pid for w in cluster.workers if w.pid != pid)
+        assert rows == [("interrupted", f'["{first}"]', pid), ("success", f'["{second}"]', survivor)]
         assert cluster.rows("SELECT COUNT(*) FROM inbox") == [(0,)]
     finally:
         await cluster.close()

@@ -21,7 +21,14 @@ from typing import Any
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from ania.platforms.onebot.connection import MAX_FRAME, Connection, OneBotError, check_request, is_loopback, parse_listen
+from ania.platforms.onebot.connection import (
+    MAX_FRAME,
+    Connection,
+    OneBotError,
+    check_request,
+    is_loopback,
+    parse_listen,
+)
 from ania.platforms.onebot.outbound import Outbound
 from core.errors import ConfigError
 from core.settings.cluster import ClusterSettings
@@ -54,8 +61,8 @@ class Relay:
     async def start(self, settings: ClusterSettings) -> None:
         host, port = relay_address(settings)
         try:
-            self._server = await serve(self._handler, host, port, process_request=check_request(PATH, settings.relay_token),
-                                       max_size=MAX_FRAME)
+            self._server = await serve(self._handler, host, port, max_size=MAX_FRAME,
+                                       process_request=check_request(PATH, settings.relay_token))
         except OSError as e:
             raise ConfigError(f"cluster.relay_listen {settings.relay_listen!r}: {e}") from None
         log.info("cluster: relay for workers on ws://%s:%d/%s", host, self.port, PATH)

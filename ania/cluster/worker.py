@@ -37,6 +37,10 @@ from services.flow.inbox import InboxRow
 
 log = logging.getLogger(__name__)
 
+#: New jobs wake a worker at once (LISTEN/NOTIFY); a job freed by the sweep (its dead worker's lock gone)
+#: notifies nobody, so idle workers also look this often.
+FETCH_POLL_SEC = 1.0
+
 
 async def _no_events(event: dict[str, Any]) -> None:
     """The relay sends none (messages come through the queue)."""
@@ -141,6 +145,7 @@ async def run_worker(engine: Engine, stop: asyncio.Event) -> None:
                 queues=[QUEUE], concurrency=cluster.worker_chats, install_signal_handlers=False,
                 update_heartbeat_interval=cluster.stall_sec / 3, stalled_worker_timeout=cluster.stall_sec,
                 shutdown_graceful_timeout=engine.services.settings.onebot.shutdown_grace_sec,
+                fetch_job_polling_interval=FETCH_POLL_SEC,
                 delete_jobs="successful"))
             log.info("ania serve --role worker: taking chats from the queue (%d at once)", cluster.worker_chats)
             try:
