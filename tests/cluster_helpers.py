@@ -35,10 +35,10 @@ class Cluster:
     workers: list[asyncio.subprocess.Process] = field(default_factory=list)
 
     def env(self, name: str, **extra: str) -> dict[str, str]:
-        env = env_for(self.llm, self.tmp, ANIA_CLUSTER__POSTGRES_URL=self.pg_url,
-                      ANIA_CLUSTER__RELAY_LISTEN=f"127.0.0.1:{self.relay_port}",
-                      ANIA_CLUSTER__RELAY_URL=f"ws://127.0.0.1:{self.relay_port}/relay",
-                      ANIA_CLUSTER__STALL_SEC=STALL_SEC, ANIA_ONEBOT__WS_URL=self.onebot_url, **extra)
+        settings = {"ANIA_CLUSTER__POSTGRES_URL": self.pg_url, "ANIA_CLUSTER__RELAY_LISTEN": f"127.0.0.1:{self.relay_port}",
+                    "ANIA_CLUSTER__RELAY_URL": f"ws://127.0.0.1:{self.relay_port}/relay",
+                    "ANIA_CLUSTER__STALL_SEC": STALL_SEC, "ANIA_ONEBOT__WS_URL": self.onebot_url}
+        env = env_for(self.llm, self.tmp, **(settings | extra))
         env["ANIA_DATA_DIR"] = str(self.tmp / f"data-{name}")
         return env
 

@@ -38,19 +38,45 @@ def open_app(url: str) -> App:
     return App(connector=PsycopgConnector(conninfo=url, min_size=1, max_size=8))
 
 
+#: procrastinate wakes its workers when a job is inserted, not when a job's lock is freed: a chat's next job,
+#: deferred while the previous one ran, would wait for a worker's poll (up to a second per message of a
+#: conversation, measured in bench_cluster). This trigger says "a job is ready" when a chat job ends and
+#: another of its chat waits.
+WAKE_NEXT = [
+    """CREATE OR REPLACE FUNCTION ania_wake_next_chat_job() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE next_id bigint;
+    BEGIN
+        IF OLD.status = 'doing' AND OLD.lock IS NOT NULL AND (TG_OP = 'DELETE' OR NEW.status <> 'doing') THEN
+            SELECT id INTO next_id FROM procrastinate_jobs WHERE lock = OLD.lock AND status = 'todo' LIMIT 1;
+            IF next_id IS NOT NULL THEN
+                PERFORM pg_notify('procrastinate_queue_v1#' || OLD.queue_name,
+                                  json_build_object('type', 'job_inserted', 'job_id', next_id)::text);
+            END IF;
+        END IF;
+        RETURN NULL;
+    END $$""",
+    "DROP TRIGGER IF EXISTS ania_wake_next_chat_job ON procrastinate_jobs",
+    "CREATE TRIGGER ania_wake_next_chat_job AFTER UPDATE OF status OR DELETE ON procrastinate_jobs "
+    "FOR EACH ROW EXECUTE FUNCTION ania_wake_next_chat_job()",
+]
+
+
 async def ensure_schema(url: str) -> None:
-    """procrastinate's tables, made once (its `apply_schema` is not idempotent: checked under a lock)."""
+    """procrastinate's tables, made once (its `apply_schema` is not idempotent: checked under a lock), and our
+    wake-up trigger."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute("SELECT pg_advisory_lock(%s)", [SCHEMA_LOCK])
         try:
             cur = await conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")
             row = await cur.fetchone()
-            if row is not None and row[0]:
-                return
-            app = open_app(url)
-            async with app.open_async():
-                await app.schema_manager.apply_schema_async()
-            log.info("cluster: the queue's tables were created")
+            if row is None or not row[0]:
+                app = open_app(url)
+                async with app.open_async():
+                    await app.schema_manager.apply_schema_async()
+                log.info("cluster: the queue's tables were created")
+            async with conn.transaction():
+                for statement in WAKE_NEXT:
+                    await conn.execute(statement)
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", [SCHEMA_LOCK])
 
