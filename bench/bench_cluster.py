@@ -68,7 +68,7 @@ async def start_model(latency: float) -> tuple[asyncio.subprocess.Process, Endpo
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "bench.bench_cluster", "--serve-model",
                                                 "--cluster-latency", str(latency), stdout=asyncio.subprocess.PIPE,
                                                 cwd=ROOT)
-    assert proc.stdout is not None  # noqa: S101 - PIPE was asked for
+    assert proc.stdout is not None
     port = int((await asyncio.wait_for(proc.stdout.readline(), 60)).decode())
     return proc, Endpoint(f"http://127.0.0.1:{port}/v1")
 
@@ -78,7 +78,7 @@ async def _registered(cluster: Cluster, workers: int) -> None:
         try:
             if cluster.rows("SELECT COUNT(*) FROM procrastinate_workers")[0][0] >= workers:
                 return
-        except Exception:  # noqa: BLE001, S110 - the queue's tables appear with the first process
+        except Exception:  # noqa: S110 - the queue's tables appear with the first process
             pass
         await asyncio.sleep(0.05)
     raise RuntimeError("the workers did not register with the queue")
@@ -111,7 +111,7 @@ async def warm_up(fake: FakeOneBot, cluster: Cluster, workers: int) -> None:
         want = len(fake.sent) + 2 * max(1, workers)
         for g in range(2 * max(1, workers)):
             await fake.group_message(900 + g, 99, [at(BOT), text(f" warm up {round_}")])
-        await fake.wait_for(lambda w=want: len(fake.sent) >= w, timeout=120)  # type: ignore[misc]
+        await fake.wait_for(lambda w=want: len(fake.sent) >= w, timeout=120)
         if workers == 0 or len(cluster.rows("SELECT DISTINCT pid FROM query_log")) >= workers:
             return
 
