@@ -96,3 +96,32 @@ async def test_a_worker_killed_mid_turn_leaves_its_chat_to_the_other(scripted_ll
     finally:
         await cluster.close()
         await fake.close()
+
+
+async def test_messages_that_wait_during_a_turn_are_answered_together_and_the_queue_bound_holds(
+        scripted_llm, tmp_path, pg_url) -> None:  # noqa: F811
+    """Batching and the flood limits across workers: the gateway is the one admission point (its count of a
+    chat's waiting messages is the shared inbox's), and the next job answers what waited together."""
+    fake = await FakeOneBot(self_id=BOT).serve()
+    cluster = await Cluster(scripted_llm, tmp_path, pg_url, fake.url).start(workers=2, ANIA_FLOW__MAX_QUEUE="2")
+    try:
+        await up(fake, cluster)
+        scripted_llm.script([Reply("first done", delay=3.0), Reply("the two waiting ones")])
+        first = await fake.group_message(8, 42, [at(BOT), text(" first")])
+        await fake.wait_for(lambda: scripted_llm.requests, timeout=60)
+        second = await fake.group_message(8, 43, [at(BOT), text(" second")])
+        third = await fake.group_message(8, 44, [at(BOT), text(" third")])
+        await fake.wait_for(lambda: cluster.rows("SELECT COUNT(*) FROM inbox") == [(2,)], timeout=30)
+        fourth = await fake.group_message(8, 45, [at(BOT), text(" fourth, over the bound")])
+        await fake.wait_for(lambda: "the two waiting ones" in fake.texts("g:8"), timeout=60)
+        rows = cluster.rows("SELECT status, message_ids FROM query_log WHERE session = 'g:8' ORDER BY id")
+        assert sorted(rows) == sorted([("success", f'["{first}"]'), ("queue_full", f'["{fourth}"]'),
+                                       ("success", f'["{second}", "{third}"]')])
+        texts = fake.texts("g:8")
+        assert texts[0].startswith("2 messages are already waiting in this chat") and texts[1:] == [
+            "first done", "the two waiting ones"]
+        second_request = scripted_llm.requests[1].messages[-1]["content"]
+        assert "second" in second_request and "third" in second_request and "fourth" not in second_request
+    finally:
+        await cluster.close()
+        await fake.close()
