@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -125,3 +126,17 @@ async def test_messages_that_wait_during_a_turn_are_answered_together_and_the_qu
     finally:
         await cluster.close()
         await fake.close()
+
+
+async def test_a_role_without_a_shared_database_is_one_clear_line(scripted_llm, tmp_path) -> None:
+    from tests.test_serve import ROOT, env_for
+
+    for role in ("worker", "gateway"):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "ania.cli", "serve", "--role", role, env=env_for(scripted_llm, tmp_path), cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
+        assert proc.returncode == 2
+        assert err.decode().strip() == (f"ania: ania serve --role {role} needs cluster.postgres_url "
+                                        "(ANIA_CLUSTER__POSTGRES_URL): the gateway and its workers share their state "
+                                        "there (docs/DEPLOY.md)")
