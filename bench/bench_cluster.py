@@ -161,6 +161,7 @@ async def failover(db_url: str, model: Endpoint, root: Path, stall_sec: float) -
         await fake.wait_for(fake.connected.is_set, timeout=120)
         await fake.group_message(7, 42, [at(BOT), text(" first [stall]")])
         await fake.wait_for(lambda: cluster.rows("SELECT pid FROM query_log WHERE status = 'running'"), timeout=60)
+        await asyncio.sleep(0.5)  # its model call is under way (the model process stalls it)
         pid = cluster.rows("SELECT pid FROM query_log WHERE status = 'running'")[0][0]
         second = await fake.group_message(7, 43, [at(BOT), text(" second")])
         await fake.wait_for(lambda: cluster.rows("SELECT COUNT(*) FROM inbox")[0][0] == 1, timeout=30)

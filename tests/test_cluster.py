@@ -77,7 +77,7 @@ async def test_a_worker_killed_mid_turn_leaves_its_chat_to_the_other(scripted_ll
         await up(fake, cluster)
         scripted_llm.script([Stall(120)])  # the first turn hangs in the model call
         first = await fake.group_message(7, 42, [at(BOT), text(" first")])
-        await fake.wait_for(lambda: cluster.rows("SELECT pid FROM query_log WHERE status = 'running'"), timeout=60)
+        await fake.wait_for(lambda: scripted_llm.requests, timeout=60)  # the stall is taken: its turn hangs
         (pid,), = cluster.rows("SELECT pid FROM query_log WHERE status = 'running'")
         second = await fake.group_message(7, 43, [at(BOT), text(" second, waiting behind it")])
         await fake.wait_for(lambda: cluster.rows("SELECT COUNT(*) FROM inbox") == [(1,)], timeout=30)
@@ -140,3 +140,33 @@ async def test_a_role_without_a_shared_database_is_one_clear_line(scripted_llm, 
         assert err.decode().strip() == (f"ania: ania serve --role {role} needs cluster.postgres_url "
                                         "(ANIA_CLUSTER__POSTGRES_URL): the gateway and its workers share their state "
                                         "there (docs/DEPLOY.md)")
+
+
+async def test_a_worker_stopped_with_sigterm_hands_its_chat_over(scripted_llm, tmp_path, pg_url) -> None:  # noqa: F811
+    """SIGTERM: the running turn gets `onebot.shutdown_grace_sec`, then is stopped (`interrupted`, the chat
+    told); the message waiting behind it is answered by the other worker; the worker exits 0."""
+    from ania.cluster.worker import SHUT_DOWN
+
+    fake = await FakeOneBot(self_id=BOT).serve()
+    cluster = await Cluster(scripted_llm, tmp_path, pg_url, fake.url).start(
+        workers=2, ANIA_ONEBOT__SHUTDOWN_GRACE_SEC="1")
+    try:
+        await up(fake, cluster)
+        scripted_llm.script([Stall(120)])
+        first = await fake.group_message(9, 42, [at(BOT), text(" first")])
+        await fake.wait_for(lambda: scripted_llm.requests, timeout=60)  # the stall is taken: its turn hangs
+        (pid,), = cluster.rows("SELECT pid FROM query_log WHERE status = 'running'")
+        second = await fake.group_message(9, 43, [at(BOT), text(" second")])
+        await fake.wait_for(lambda: cluster.rows("SELECT COUNT(*) FROM inbox") == [(1,)], timeout=30)
+        scripted_llm.reset()
+        scripted_llm.script([Reply("answered by the other worker")])
+        worker = next(w for w in cluster.workers if w.pid == pid)
+        worker.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(worker.wait(), 60) == 0, cluster.log(f"worker{cluster.workers.index(worker)}")
+        await fake.wait_for(lambda: "answered by the other worker" in fake.texts("g:9"), timeout=60)
+        assert fake.texts("g:9") == [SHUT_DOWN, "answered by the other worker"]
+        rows = cluster.rows("SELECT status, message_ids FROM query_log WHERE session = 'g:9' ORDER BY id")
+        assert rows == [("interrupted", f'["{first}"]'), ("success", f'["{second}"]')]
+    finally:
+        await cluster.close()
+        await fake.close()

@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 #: New jobs wake a worker at once (LISTEN/NOTIFY); a job freed by the sweep (its dead worker's lock gone)
 #: notifies nobody, so idle workers also look this often.
 FETCH_POLL_SEC = 1.0
+SHUT_DOWN = ("Stopped: the worker answering here shut down before it finished. Please send your message again; "
+             "another worker answers it.")
 
 
 async def _no_events(event: dict[str, Any]) -> None:
@@ -125,7 +127,11 @@ class ChatJobs:
             await asyncio.gather(*futures, return_exceptions=True)
         except asyncio.CancelledError:  # the worker shuts down past its grace: the rest is another's
             released = self.chats.release(session)
-            await asyncio.shield(self.chats.stop(session, lambda _: True, WORKER_STOPPED))
+            stopped, _ = await asyncio.shield(self.chats.stop(session, lambda _: True, WORKER_STOPPED))
+            log.warning("worker shutting down: %s stopped (%d message(s) of its running turn; %d waiting left for "
+                        "another worker)", session, stopped, released)
+            if stopped:
+                await asyncio.shield(self.platform.out.send_text(session, SHUT_DOWN))
             if released:
                 await asyncio.shield(defer_chat(self.app, session))
             raise
