@@ -135,7 +135,7 @@ async def test_a_role_without_a_shared_database_is_one_clear_line(scripted_llm, 
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "ania.cli", "serve", "--role", role, env=env_for(scripted_llm, tmp_path), cwd=ROOT,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(proc.communicate(), 120)
+        _, err = await asyncio.wait_for(proc.communicate(), 120)
         assert proc.returncode == 2
         assert err.decode().strip() == (f"ania: ania serve --role {role} needs cluster.postgres_url "
                                         "(ANIA_CLUSTER__POSTGRES_URL): the gateway and its workers share their state "
