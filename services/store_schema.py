@@ -135,6 +135,12 @@ def _m009_inbox_meta(d: Dialect) -> list[str]:
             "CREATE INDEX idx_inbox_session ON inbox (session, id)"]
 
 
+def _m010_config_files(d: Dialect) -> list[str]:
+    """The configuration files the processes of a cluster share (services/configure/shared.py)."""
+    return ["CREATE TABLE config_files (name TEXT PRIMARY KEY, text TEXT NOT NULL, sha TEXT NOT NULL, "
+            "updated REAL NOT NULL)"]
+
+
 #: Never reorder or rename: the names are recorded in `_migrations`. Their effect on SQLite is what it was
 #: when they were written with sqlite-utils (tests/test_store_schema.py holds that schema).
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -146,6 +152,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("006_batches", _m006_batches),
     ("007_recall", _m007_recall),
     ("009_inbox_meta", _m009_inbox_meta),
+    ("010_config_files", _m010_config_files),
 ]
 
 #: Tables whose `id` is an identity on Postgres (a copy into them moves the sequence past the copied ids).
