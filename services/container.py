@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from core.registry import SharedExecutor
 from core.settings import Paths, Settings
-from services.cluster import Signals
 from services.clock import ClockService
+from services.cluster import Signals
 from services.commands import CommandStore
 from services.configure.edit import ConfigEditor
 from services.flow import Inbox
