@@ -51,12 +51,17 @@ async def asked(a: Chat, b: Chat, place: str) -> str:
     return match[1]
 
 
+async def time_asked(a: Chat, b: Chat, llm: ScriptedOpenAI, reply: str) -> tuple[Any, str]:
+    """u1 asks A in group g:1, A's model calls "time" (then says `reply`): the turn's future and the question's id."""
+    llm.script([TIME, Reply(reply)])
+    task = await a.entry.submit("g:1", "u1", "what time is it?")
+    return task, await asked(a, b, "g:1")
+
+
 async def test_an_approval_asked_on_one_process_is_allowed_by_id_and_denied_bare_on_another(
         scripted_llm: ScriptedOpenAI, make_chat: Callable[..., Any], tmp_path: Path, pg_url: str) -> None:  # noqa: F811
     a, b = await two(make_chat, scripted_llm, pg_url, tmp_path)
-    scripted_llm.script([TIME, Reply("it is time")])
-    task = await a.entry.submit("g:1", "u1", "what time is it?")
-    rid = await asked(a, b, "g:1")
+    task, rid = await time_asked(a, b, scripted_llm, "it is time")
     assert await b.say("g:1", "admin", f"allow {rid}") == [f'Allowed: "time" ({rid}).']
     assert (await task).reply == "it is time"
     [result] = turn_results(scripted_llm)
@@ -67,9 +72,7 @@ async def test_an_approval_asked_on_one_process_is_allowed_by_id_and_denied_bare
     with psycopg.connect(pg_url) as conn:
         conn.execute("INSERT INTO approvals_open (id, owner, session, request, created, alive_until) "
                      "VALUES ('dead', 'gone/1/x', 'g:1', '{\"tool\": \"bash\"}', 1, %s)", [time.time() - 1])
-    scripted_llm.script([TIME, Reply("as you wish")])
-    task = await a.entry.submit("g:1", "u1", "and now?")
-    rid = await asked(a, b, "g:1")
+    task, rid = await time_asked(a, b, scripted_llm, "as you wish")
     assert b.engine.services.approvals.pending_ids("g:1") == [rid]
     assert await b.say("g:1", "admin", "deny") == [f'Denied: "time" ({rid}).']
     await task
@@ -83,9 +86,7 @@ async def test_an_approval_asked_on_one_process_is_allowed_by_id_and_denied_bare
 async def test_who_may_answer_is_the_same_at_the_other_process(
         scripted_llm: ScriptedOpenAI, make_chat: Callable[..., Any], tmp_path: Path, pg_url: str) -> None:  # noqa: F811
     a, b = await two(make_chat, scripted_llm, pg_url, tmp_path, bot={"admins": ["admin", "admin2"]})
-    scripted_llm.script([TIME, Reply("done")])
-    task = await a.entry.submit("g:1", "u1", "time?")
-    rid = await asked(a, b, "g:1")
+    task, rid = await time_asked(a, b, scripted_llm, "done")
     assert await b.say("g:1", "u2", f"allow {rid}") == [
         "You cannot answer this approval: only the person who asked or an admin can decide."]
     assert await b.say("g:1", "u1", "allow") == [  # self_approve_in_groups is off
@@ -115,9 +116,7 @@ async def test_an_unanswered_question_times_out_and_leaves_no_row(
     settings = make_settings(scripted_llm, cluster={"postgres_url": pg_url}, approval={"tools": ["time"]})
     a = await make_chat(settings, data=tmp_path / "a", approval_timeout_sec=0.3)
     b = await make_chat(settings, data=tmp_path / "b")
-    scripted_llm.script([TIME, Reply("no time then")])
-    task = await a.entry.submit("g:1", "u1", "time?")
-    rid = await asked(a, b, "g:1")
+    task, rid = await time_asked(a, b, scripted_llm, "no time then")
     await task
     assert turn_results(scripted_llm) == ['Not run: no approval for "time" (timed out after 0.3 s).']
     assert f'Approval {rid} for "time" timed out; the call was not run.' in a.out["g:1"]
@@ -129,9 +128,7 @@ async def test_an_unanswered_question_times_out_and_leaves_no_row(
 async def test_a_lost_signal_is_made_up_for_by_the_poll(
         scripted_llm: ScriptedOpenAI, make_chat: Callable[..., Any], tmp_path: Path, pg_url: str) -> None:  # noqa: F811
     a, b = await two(make_chat, scripted_llm, pg_url, tmp_path)
-    scripted_llm.script([TIME, Reply("late but fine")])
-    task = await a.entry.submit("g:1", "u1", "time?")
-    rid = await asked(a, b, "g:1")
+    task, rid = await time_asked(a, b, scripted_llm, "late but fine")
     await a.engine.services.signals.aclose()  # A hears no signal any more: B's NOTIFY is lost
     assert await b.say("g:1", "admin", f"allow {rid}") == [f'Allowed: "time" ({rid}).']
     assert (await task).reply == "late but fine"

@@ -121,12 +121,17 @@ class SharedQuestions:
         return True
 
     def expire(self, rid: str) -> Decision | None:
-        """At the timeout: close the question, unless an answer was written first (then that answer)."""
-        if self._store.write("UPDATE approvals_open SET verdict = 'timeout' WHERE id = ? AND owner = ? "
-                             "AND verdict IS NULL", [rid, self.owner]):
+        """At the timeout: close the question, unless an answer was written first (then that answer). A store
+        that cannot be read leaves the timeout's denial (fail closed)."""
+        try:
+            if self._store.write("UPDATE approvals_open SET verdict = 'timeout' WHERE id = ? AND owner = ? "
+                                 "AND verdict IS NULL", [rid, self.owner]):
+                return None
+            rows = self._store.query("SELECT verdict, decided_by FROM approvals_open WHERE id = ? AND owner = ?",
+                                     [rid, self.owner])
+        except STORE_ERRORS as e:
+            log.warning("could not close approval question %s at its timeout (denied): %s", rid, e)
             return None
-        rows = self._store.query("SELECT verdict, decided_by FROM approvals_open WHERE id = ? AND owner = ?",
-                                 [rid, self.owner])
         return _decision(rows[0]) if rows else None
 
     def close(self, rid: str) -> None:
@@ -139,7 +144,10 @@ class SharedQuestions:
 
     async def _on_decided(self, payload: Payload) -> Payload | None:
         if str(payload.get("id", "")) in self._futures:
-            self._sweep()
+            try:
+                self._sweep()
+            except STORE_ERRORS as e:  # the poll reads it again
+                log.warning("could not read the approval questions: %s", e)
         return None
 
     async def _poll(self) -> None:
