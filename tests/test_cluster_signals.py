@@ -42,13 +42,18 @@ def open_rows(url: str) -> int:
     return int(row[0]) if row else -1
 
 
+def latest_prompt(chat: Chat, place: str) -> str | None:
+    ids = [m[1] for t in chat.out.get(place, []) if (m := ASKED.search(t))]
+    return ids[-1] if ids else None
+
+
 async def asked(a: Chat, b: Chat, place: str) -> str:
-    """The id of A's latest question, once B's entry sees it waiting in `place` (where A sent its prompt)."""
-    await wait_for(lambda: b.engine.services.approvals.is_waiting(place))
-    prompt = next(t for t in reversed(a.out.get(place, [])) if ASKED.search(t))
-    match = ASKED.search(prompt)
-    assert match is not None
-    return match[1]
+    """The id of A's latest question, once its prompt is in `place` and B's entry sees it waiting there."""
+    await wait_for(lambda: latest_prompt(a, place) in b.engine.services.approvals.pending_ids(place))
+    assert a.engine.services.approvals.is_waiting(place)
+    rid = latest_prompt(a, place)
+    assert rid is not None
+    return rid
 
 
 async def time_asked(a: Chat, b: Chat, llm: ScriptedOpenAI, reply: str) -> tuple[Any, str]:
@@ -122,7 +127,7 @@ async def test_an_unanswered_question_times_out_and_leaves_no_row(
     assert f'Approval {rid} for "time" timed out; the call was not run.' in a.out["g:1"]
     assert open_rows(pg_url) == 0
     assert b.engine.services.approvals.take_reply("g:1", "admin", f"allow {rid}") is None  # an ordinary message now
-    assert not b.engine.services.approvals.is_waiting("g:1")
+    assert b.engine.services.approvals.pending_ids("g:1") == []
 
 
 async def test_a_lost_signal_is_made_up_for_by_the_poll(

@@ -240,9 +240,12 @@ class Approvals:
         return found[0]
 
     def is_waiting(self, place: str) -> bool:
-        return bool(self._here(place))
+        """Whether this process waits for an answer in `place`: its own turns' questions only, so the terminal
+        may poll it while a turn works without reading the store. `pending_ids` reads every process's."""
+        return any(place in p.places and not p.future.done() for p in self._pending.values())
 
     def pending_ids(self, place: str) -> list[str]:
+        """The ids of the questions waiting in `place`, wherever they were asked."""
         return [p.id for p in self._here(place)]
 
 
