@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ania.localservers.postgres import LocalPostgres, PostgresUnavailable
+from bench.common import throwaway_postgres
 from core.settings import Settings
 from services.cluster import LocalSignals, Payload, PgSignals, Signals
 from services.gates.admins import Admins
@@ -122,16 +121,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--quick", action="store_true")
     args, _ = p.parse_known_args(argv)
     rounds, poll_rounds = (20, 2) if args.quick else (args.signal_rounds, args.poll_rounds)
-    try:
-        server = LocalPostgres().start()
-    except PostgresUnavailable as e:
-        print(f"skipped: {e}")
-        return
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            got = asyncio.run(run(Path(tmp), server.url, rounds, poll_rounds))
-    finally:
-        server.stop()
+    with throwaway_postgres() as found:
+        if found is None:
+            return
+        server, tmp = found
+        got = asyncio.run(run(tmp, server.url, rounds, poll_rounds))
     med: dict[str, Any] = {k: statistics.median(v) for k, v in got.items()}
     print(f"{rounds} rounds ({poll_rounds} by the poll); medians")
     print(f"{'':28}{'one process':>14}{'two on Postgres':>18}{'ratio':>9}")

@@ -5,6 +5,7 @@ rules and texts a single process has (services/gates/approvals_shared.py, ania/f
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable
@@ -14,8 +15,13 @@ from typing import Any
 import psycopg
 
 from ania.fakes.openai_server import Calls, Reply, ScriptedOpenAI
+from core.settings import Settings
 from services.cluster import LocalSignals, Payload, PgSignals
 from services.cluster.signals import CHANNEL
+from services.gates.admins import Admins
+from services.gates.approval_types import ApprovalRequest
+from services.gates.approvals import Approvals
+from services.gates.approvals_shared import SharedQuestions
 from services.store import open_store
 from services.usage import QueryFilter
 from tests.approval_helpers import turn_results
@@ -216,3 +222,37 @@ async def test_with_sqlite_nothing_is_shared_and_nothing_waits(
     assert await services.signals.request("stop", {"session": "g:1", "user": "admin"}, wait_sec=60) is None
     assert await chat.say("g:1", "admin", "/stop") == ["Nothing to stop."]
     assert services.store.query("SELECT count(*) AS n FROM approvals_open") == [{"n": 0}]
+
+
+async def test_an_answer_written_before_the_timeout_counts_though_its_signal_was_lost(
+        tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+    settings = Settings(bot={"admins": ["admin"]})
+    told: list[tuple[str, str]] = []
+
+    async def notify(place: str, text: str) -> bool:
+        told.append((place, text))
+        return True
+
+    stores = [open_store(tmp_path, pg_url), open_store(tmp_path, pg_url)]
+    deaf = PgSignals(pg_url, stores[0])  # never started: A hears no signal, and its poll comes after its timeout
+    hearing = PgSignals(pg_url, stores[1])
+    await hearing.start()
+    questions = SharedQuestions(stores[0], deaf, poll_sec=60)
+    a = Approvals(settings, Admins(settings, ()), notify, timeout_sec=0.5, shared=questions)
+    b = Approvals(settings, Admins(settings, ()), notify, shared=SharedQuestions(stores[1], hearing))
+    request: ApprovalRequest = {"type": "tool_approval", "kind": "human", "tool": "time", "args": {},
+                                "call_id": "c1", "reason": "test", "session": "g:1", "requester": "u1",
+                                "prompt": "time?"}
+    try:
+        wait = asyncio.create_task(a.ask(request))
+        await wait_for(lambda: b.pending_ids("g:1") != [])
+        [rid] = b.pending_ids("g:1")
+        assert b.take_reply("g:1", "admin", "allow") == f'Allowed: "time" ({rid}).'
+        assert await wait == {"decision": "allow", "by": "admin"}  # found at the timeout, not denied
+        assert not [t for _, t in told if "timed out" in t]
+        assert open_rows(pg_url) == 0 and a.held() == b.held() == 0
+    finally:
+        await questions.aclose()
+        await hearing.aclose()
+        for store in stores:
+            store.close()
