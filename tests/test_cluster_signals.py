@@ -256,3 +256,13 @@ async def test_an_answer_written_before_the_timeout_counts_though_its_signal_was
         await hearing.aclose()
         for store in stores:
             store.close()
+
+
+async def test_one_process_on_postgres_answers_its_own_questions_through_the_table(
+        scripted_llm: ScriptedOpenAI, make_chat: Callable[..., Any], tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+    settings = make_settings(scripted_llm, cluster={"postgres_url": pg_url}, approval={"tools": ["time"]})
+    a = await make_chat(settings)
+    task, rid = await time_asked(a, a, scripted_llm, "one process")
+    assert await a.say("g:1", "admin", "同意") == [f'Allowed: "time" ({rid}).']
+    assert (await task).reply == "one process"
+    assert open_rows(pg_url) == 0 and a.engine.services.approvals.held() == 0
