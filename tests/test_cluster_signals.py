@@ -266,3 +266,17 @@ async def test_one_process_on_postgres_answers_its_own_questions_through_the_tab
     assert await a.say("g:1", "admin", "同意") == [f'Allowed: "time" ({rid}).']
     assert (await task).reply == "one process"
     assert open_rows(pg_url) == 0 and a.engine.services.approvals.held() == 0
+
+
+async def test_the_panel_of_another_process_lists_and_answers_the_question(
+        scripted_llm: ScriptedOpenAI, make_chat: Callable[..., Any], tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+    a, b = await two(make_chat, scripted_llm, pg_url, tmp_path)
+    task, rid = await time_asked(a, b, scripted_llm, "the operator said yes")
+    approvals = b.engine.services.approvals
+    assert [(q.id, q.request["tool"], q.request["session"]) for q in approvals.open_questions()] == [
+        (rid, "time", "g:1")]
+    answered = approvals.answer_as_operator(rid, "allow", "panel")
+    assert answered is not None and answered.id == rid
+    assert (await task).reply == "the operator said yes"
+    assert approvals.answer_as_operator(rid, "deny", "panel") is None  # decided: nothing waits any more
+    assert approvals.open_questions() == [] and open_rows(pg_url) == 0
