@@ -33,6 +33,8 @@ class Cluster:
     relay_port: int = field(default_factory=free_port)
     gateway: asyncio.subprocess.Process | None = None
     workers: list[asyncio.subprocess.Process] = field(default_factory=list)
+    #: Each process its own config directory (as on separate machines); else one shared.
+    own_config: bool = False
 
     def env(self, name: str, **extra: str) -> dict[str, str]:
         settings = {"ANIA_CLUSTER__POSTGRES_URL": self.pg_url, "ANIA_CLUSTER__RELAY_LISTEN": f"127.0.0.1:{self.relay_port}",
@@ -40,6 +42,9 @@ class Cluster:
                     "ANIA_CLUSTER__STALL_SEC": STALL_SEC, "ANIA_ONEBOT__WS_URL": self.onebot_url}
         env = env_for(self.llm, self.tmp, **(settings | extra))
         env["ANIA_DATA_DIR"] = str(self.tmp / f"data-{name}")
+        if self.own_config:
+            (self.tmp / f"config-{name}").mkdir(exist_ok=True)
+            env["ANIA_CONFIG_DIR"] = str(self.tmp / f"config-{name}")
         return env
 
     async def spawn(self, role: str, name: str, **extra: str) -> asyncio.subprocess.Process:

@@ -15,7 +15,6 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from ania.engine import Engine
-from ania.entry import MessageEntry
 from services.store import STORE_ERRORS
 
 log = logging.getLogger(__name__)
@@ -46,17 +45,3 @@ class ConfigWatch:
             log.info("config: /reboot on another process of the cluster (generation %d): restarting", now.generation)
             await self._on_reboot()
         self._seen = now
-
-
-class GatewayEntry(MessageEntry):
-    """Message entry on the gateway: a /reboot (from the chat or the panel) first takes the configuration the
-    chat changed on any worker, and then restarts the workers too."""
-
-    async def restart(self, session_key: str, actor: str) -> str:
-        shared = self.engine.services.config.shared
-        shared.pull()
-        said = await super().restart(session_key, actor)
-        shared = self.engine.services.config.shared  # the rebuilt services'
-        generation = shared.bump()
-        log.info("config: /reboot reaches the workers (generation %d)", generation)
-        return said

@@ -21,11 +21,14 @@ from procrastinate.exceptions import ProcrastinateException
 
 from ania.cluster.queue import defer_chat
 from ania.engine import Engine, TurnResult
+from ania.entry import MessageEntry
 from ania.flow import Flow
+from ania.flow.stop import STOP, WAIT_SEC, Stopped
 from ania.platforms.onebot.adapter import OneBotAdapter
 from ania.platforms.onebot.bridge import OneBotBridge
 from services.context import CallbackBridge
 from services.store import WRITE_REFUSED
+from services.usage import Batch
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +73,48 @@ class GatewayFlow(Flow):
     def recover(self, accept: Callable[[str], bool]) -> list[asyncio.Future[TurnResult]]:
         return []  # the inbox's rows are the workers' (the sweep defers a chat whose job was lost)
 
+    def drop_waiting(self, session_key: str, user_id: str) -> tuple[int, int]:
+        """/stop of the chat's messages no worker has taken yet (an admin: all; anyone else: their own):
+        (dropped, left because they are someone else's). Each gets its `stopped` row, unless a worker took
+        it meanwhile (services/usage/querylog.py `if_waiting`)."""
+        services = self.engine.services
+        everyone = services.admins.is_admin(user_id)
+        rows = services.inbox.pending(session_key)
+        mine = [r for r in rows if everyone or r.sender == user_id]
+        for r in mine:
+            services.queries.settled(session_key, r.sender, r.body, "stopped", trigger=r.trigger,
+                                     batch=Batch((r.message_id or f"#{r.id}",), (r.sender,), (r.id,)))
+        return len(mine), len(rows) - len(mine)
+
+
+class GatewayEntry(MessageEntry):
+    """Message entry on the gateway. /stop reaches the worker holding the chat (its running turn and what it
+    took: the signal, ania/flow/stop.py) and then the messages still waiting in the shared inbox. /reboot
+    (from the chat or the panel) first takes the configuration the chat changed on any worker, and then
+    restarts the workers too (ania/cluster/config_watch.py)."""
+
+    def __init__(self, engine: Engine, bridge_for: Callable[[str], CallbackBridge], app: App) -> None:
+        super().__init__(engine, bridge_for)
+        self.flow = self.gateway_flow = GatewayFlow(engine, bridge_for, app)
+
+    async def _stop_command(self, session_key: str, user_id: str) -> str:
+        here = await self.flow.chats.stop_here(session_key, user_id)  # a /clock run started on the gateway
+        answer = await self.engine.services.signals.request(STOP, {"session": session_key, "user": user_id},
+                                                            wait_sec=WAIT_SEC)
+        held = Stopped.of(answer) if answer is not None else Stopped()
+        dropped, others = self.gateway_flow.drop_waiting(session_key, user_id)
+        return Stopped(held.messages + dropped, held.messages_others + others, held.runs + here.runs,
+                       held.runs_others + here.runs_others).text()
+
+    async def restart(self, session_key: str, actor: str) -> str:
+        self.engine.services.config.shared.pull()
+        said = await super().restart(session_key, actor)
+        generation = self.engine.services.config.shared.bump()  # the rebuilt services'
+        log.info("config: /reboot reaches the workers (generation %d)", generation)
+        return said
+
 
 class GatewayAdapter(OneBotAdapter):
     def __init__(self, engine: Engine, app: App) -> None:
         super().__init__(engine)
-        self.entry.flow = GatewayFlow(engine, self.bridge_for, app)
+        self.entry = GatewayEntry(engine, self.bridge_for, app)

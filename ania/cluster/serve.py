@@ -4,9 +4,9 @@ the single process: ania/platforms/onebot/serve.py)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
+from ania.cluster.config_watch import ConfigWatch
 from ania.cluster.gateway import GatewayAdapter
 from ania.cluster.queue import ensure_schema, open_app
 from ania.cluster.relay import Relay
@@ -41,18 +41,20 @@ async def run_gateway(engine: Engine, stop: asyncio.Event, ready: Ready | None =
         adapter = GatewayAdapter(engine, app)
         await adapter.start()
         relay = Relay(adapter.conn, adapter.out)
-        sweep: asyncio.Task[None] | None = None
+        tasks: list[asyncio.Task[None]] = []
         try:
             await relay.start(engine.services.settings.cluster)
-            sweep = asyncio.create_task(Sweep(lambda: engine.services, app, adapter.out.send_text).run())
+            shared = engine.services.config.shared.publish_all()  # the gateway's config/ is the cluster's
+            log.info("cluster: %s shared with the workers", ", ".join(shared) or "no configuration file")
+            tasks = [asyncio.create_task(Sweep(lambda: engine.services, app, adapter.out.send_text).run()),
+                     asyncio.create_task(ConfigWatch(engine).run())]
             if ready is not None:
                 ready(adapter.entry, lambda: adapter.conn.connected)
             log.info("ania serve --role gateway: messages go to the workers; Ctrl-C or SIGTERM stops")
             await stop.wait()
         finally:
-            if sweep is not None:
-                sweep.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await sweep
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             await relay.stop()
             await adapter.stop(grace=0)

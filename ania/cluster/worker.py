@@ -23,8 +23,10 @@ from typing import Any
 
 from procrastinate import App
 
+from ania.cluster.config_watch import ConfigWatch
 from ania.cluster.queue import CHAT_TASK, QUEUE, defer_chat, ensure_schema, open_app
 from ania.engine import Engine, TurnResult
+from ania.entry import REBOOT_STOPPED
 from ania.flow.chats import Chats
 from ania.flow.message import Waiting
 from ania.platforms.onebot.adapter import is_chat_session
@@ -105,8 +107,12 @@ class ChatJobs:
         self.platform = platform
         self.app = app
         self.chats = Chats(engine, settle=False)
+        #: Cleared while a /reboot rebuilds the engine: jobs wait for it before they read the inbox.
+        self.ready = asyncio.Event()
+        self.ready.set()
 
     async def answer(self, session: str) -> None:
+        await self.ready.wait()
         inbox = self.engine.services.inbox
         rows = inbox.pending(session)
         if not rows:
@@ -137,6 +143,27 @@ class ChatJobs:
             raise
 
 
+    async def reboot(self) -> None:
+        """A /reboot on the gateway: the running turns are stopped (their chats told, as in one process), the
+        messages not started stay for the next job, and the engine is rebuilt from `config/` as it is now."""
+        self.ready.clear()
+        try:
+            for key in self.chats.sessions():
+                released = self.chats.release(key)
+                stopped, _ = await self.chats.stop(key, lambda _: True)
+                if stopped:
+                    await self.platform.out.send_text(key, REBOOT_STOPPED)
+                if released:
+                    await defer_chat(self.app, key)
+            self.engine.services.config.shared.pull()
+            try:
+                await self.engine.reboot()
+            except Exception:  # noqa: BLE001 - Engine.reboot went back to the previous settings and logged why
+                log.error("the worker goes on with its previous settings")
+        finally:
+            self.ready.set()
+
+
 async def run_worker(engine: Engine, stop: asyncio.Event) -> None:
     cluster = engine.services.settings.cluster
     await ensure_schema(cluster.postgres_url)
@@ -144,6 +171,9 @@ async def run_worker(engine: Engine, stop: asyncio.Event) -> None:
     platform = RelayPlatform(engine)
     jobs = ChatJobs(engine, platform, app)
     app.task(name=CHAT_TASK, queue=QUEUE)(jobs.answer)
+    if engine.services.config.shared.pull():  # the cluster's configuration, as the gateway and the chat left it
+        await engine.reboot()
+    watch = asyncio.create_task(ConfigWatch(engine, jobs.reboot).run())
     await platform.start()
     try:
         async with app.open_async():
@@ -164,4 +194,6 @@ async def run_worker(engine: Engine, stop: asyncio.Event) -> None:
                 worker.cancel()
                 await asyncio.gather(worker, return_exceptions=True)
     finally:
+        watch.cancel()
+        await asyncio.gather(watch, return_exceptions=True)
         await platform.stop()
