@@ -74,14 +74,15 @@ async def start_model(latency: float) -> tuple[asyncio.subprocess.Process, Endpo
 
 
 async def _registered(cluster: Cluster, workers: int) -> None:
-    for _ in range(1200):
+    for _ in range(2400):
         try:
             if cluster.rows("SELECT COUNT(*) FROM procrastinate_workers")[0][0] >= workers:
                 return
         except Exception:  # noqa: S110 - the queue's tables appear with the first process
             pass
         await asyncio.sleep(0.05)
-    raise RuntimeError("the workers did not register with the queue")
+    raise RuntimeError(f"the workers did not register with the queue; worker0's log ends: "
+                       f"{cluster.log('worker0')[-1500:]}")
 
 
 async def _side(name: str, workers: int, db_url: str, model: Endpoint, root: Path,
