@@ -14,6 +14,7 @@ machine, and up to ~100 ms while other jobs wrote to the disk (bench_postgres `-
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -44,6 +45,22 @@ async def connect(url: str) -> psycopg.AsyncConnection[Any]:
         raise ConfigError(f"{SETTING}: cannot reach Postgres at {redact_url(url)}: {scrub(str(e), url)}") from None
 
 
+#: Held while the checkpoint tables are made or migrated: LangGraph's `setup` is not safe to run twice at once
+#: (the processes of a cluster start together).
+SETUP_LOCK = 7_302_412
+
+
+async def _take_setup_lock(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Polled, not waited for: a session blocked in `pg_advisory_lock` is an open transaction, and the holder's
+    CREATE INDEX CONCURRENTLY waits for every open transaction: a deadlock."""
+    while True:
+        cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS got", [SETUP_LOCK])
+        row = await cur.fetchone()
+        if row and row["got"]:
+            return
+        await asyncio.sleep(0.1)
+
+
 @asynccontextmanager
 async def open_postgres(url: str, *, stock: bool,
                         reducers: Mapping[str, Reducer]) -> AsyncIterator[AsyncPostgresSaver]:
@@ -54,7 +71,11 @@ async def open_postgres(url: str, *, stock: bool,
                                                                          serde=MessageSerializer())
         try:
             await conn.execute("SET synchronous_commit = off")
-            await saver.setup()
+            await _take_setup_lock(conn)
+            try:
+                await saver.setup()
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", [SETUP_LOCK])
         except psycopg.Error as e:
             raise ConfigError(f"{SETTING}: cannot set up the checkpoint tables at {redact_url(url)}: "
                               f"{scrub(str(e), url)}") from None
