@@ -54,7 +54,11 @@ async def test_forty_messages_over_ten_groups_are_answered_in_order_once(scripte
             group = 100 + i % 10
             mid = await fake.group_message(group, 40 + i, [at(BOT), text(f" message {i}")])
             sent.setdefault(f"g:{group}", []).append(str(mid))
-        await fake.wait_for(lambda: sum(len(v) for s in answered(cluster).values() for v in s) == 40, timeout=120)
+        def done() -> bool:  # every message accounted for, and every reply sent (the row closes just before)
+            rows = answered(cluster)
+            return sum(len(v) for s in rows.values() for v in s) == 40 and len(fake.sent) == sum(map(len, rows.values()))
+
+        await fake.wait_for(done, timeout=120)
         got = answered(cluster)
         for session, ids in sent.items():
             assert [m for row in got[session] for m in row] == ids, session  # in order, each once
@@ -63,6 +67,10 @@ async def test_forty_messages_over_ten_groups_are_answered_in_order_once(scripte
         for session in sent:  # every answer went out through the gateway, to its own chat
             assert len(fake.texts(session)) == len(got[session])
         assert cluster.rows("SELECT COUNT(*) FROM inbox") == [(0,)]
+        # Quotas count once, whichever worker spent the tokens: the day's counter is the sum of the turns'.
+        spent = sum(t for (t,) in cluster.rows("SELECT total_tokens FROM query_log"))
+        (day,), = cluster.rows("SELECT value FROM kv WHERE key LIKE %s", ["daily:%:global"])
+        assert spent > 0 and int(json.loads(day)) == spent
     finally:
         await cluster.close()
         await fake.close()
