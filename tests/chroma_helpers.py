@@ -8,28 +8,22 @@ Without the `chroma` command the tests skip, except in CI (CI=true), where a mis
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Iterator
 
 import pytest
 
 from ania.localservers.chroma import ChromaUnavailable, LocalChroma
-
-
-def need_chroma(why: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"the Chroma server tests need a server in CI: {why}")
-    pytest.skip(why)
+from tests.pg_helpers import need_server
 
 
 @pytest.fixture(scope="session")
 def chroma_server() -> Iterator[LocalChroma]:
     try:
-        server = LocalChroma().start()
+        server = LocalChroma()
     except ChromaUnavailable as e:
-        need_chroma(str(e))
-    yield server
+        need_server("Chroma server", str(e))
+    yield server.start()
     server.stop()
 
 

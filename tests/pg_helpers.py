@@ -18,9 +18,10 @@ import pytest
 from ania.localservers.postgres import LocalPostgres, PostgresUnavailable
 
 
-def need_postgres(why: str) -> None:
+def need_server(what: str, why: str) -> None:
+    """Skip a test that cannot have its `what` server, or fail it in CI (CI=true), where .ci/run installs it."""
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"the Postgres tests need a server in CI: {why}")
+        pytest.fail(f"the {what} tests need a server in CI: {why}")
     pytest.skip(why)
 
 
@@ -29,7 +30,7 @@ def postgres_server() -> Iterator[LocalPostgres]:
     try:
         server = LocalPostgres({"fsync": "off", "synchronous_commit": "off"}).start()
     except PostgresUnavailable as e:
-        need_postgres(str(e))
+        need_server("Postgres", str(e))
     yield server
     server.stop()
 

@@ -41,8 +41,8 @@ class LocalChroma:
     """`start()` it, use `url`, `stop()` it."""
 
     def __init__(self) -> None:
+        self.command = chroma_command()  # before the directory: nothing is left behind when it is missing
         self.root, self.port = Path(tempfile.mkdtemp(prefix="ania-chroma-")), 0
-        self.command = chroma_command()
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -96,9 +96,3 @@ class LocalChroma:
         self._proc = None
         if remove:
             shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> LocalChroma:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
