@@ -82,12 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--script", metavar="FILE",
                       help="JSON list of scripted steps (replies, tool calls), e.g. config.example/demo-script.json")
     _chat_options(demo)
-    sub.add_parser("serve", help="run the chat bot on a OneBot v11 implementation (NapCat, Lagrange, LLOneBot)",
-                   formatter_class=ServeHelp,
-                   description="Serve every group and private chat through a OneBot v11 implementation: forward\n"
-                               "WebSocket (onebot.ws_url: Ania dials it) or reverse WebSocket (onebot.listen: it\n"
-                               "dials Ania). Logs its start-up, connections and one line per message at INFO\n"
-                               "(-v: each step of a turn too).")
+    serve = sub.add_parser(
+        "serve", help="run the chat bot on a OneBot v11 implementation (NapCat, Lagrange, LLOneBot)",
+        formatter_class=ServeHelp,
+        description="Serve every group and private chat through a OneBot v11 implementation: forward\n"
+                    "WebSocket (onebot.ws_url: Ania dials it) or reverse WebSocket (onebot.listen: it\n"
+                    "dials Ania). Logs its start-up, connections and one line per message at INFO\n"
+                    "(-v: each step of a turn too).")
+    serve.add_argument("--role", choices=("all", "gateway", "worker"), default="all",
+                       help="all (default): one process does everything. In a cluster on cluster.postgres_url "
+                            "(docs/DEPLOY.md): gateway holds the OneBot link and queues messages; worker runs "
+                            "the turns (start as many as you like)")
     sessions = sub.add_parser("sessions", help="list, show, history, fork, replay, export or prune stored "
                                                "conversations",
                               description="Stored conversations in <data dir>/checkpoints.db (one LangGraph "
@@ -269,14 +274,16 @@ async def _chat_engine(args: argparse.Namespace, paths: Paths, settings: Setting
     user: str = getattr(args, "user", None) or LOCAL_USER
     if args.cmd != "serve" and getattr(args, "user", None) is None:  # the person at the terminal runs the bot
         local_admins = (LOCAL_USER,)  # ... and is an admin
-    engine = await Engine.start(paths.config_dir, paths.data_dir, settings=settings, local_admins=local_admins)
+    role = getattr(args, "role", "all")
+    engine = await Engine.start(paths.config_dir, paths.data_dir, settings=settings, local_admins=local_admins,
+                                role=role)
     settle_heap()
     panel = None
     try:
         from ania.panel.server import PanelServer, wanted
         from core.errors import RunError
 
-        if wanted(settings.panel, args.cmd):
+        if wanted(settings.panel, args.cmd) and role != "worker":
             panel = PanelServer(engine, settings.panel, mode="serve" if args.cmd == "serve" else "chat",
                                 say=lambda line: print(line, file=sys.stderr, flush=True))
             try:
@@ -287,7 +294,11 @@ async def _chat_engine(args: argparse.Namespace, paths: Paths, settings: Setting
                 print(f"ania: {e}; the bot runs without its panel", file=sys.stderr)
                 panel = None
         ready = panel.attach if panel is not None else None
-        if args.cmd == "serve":
+        if args.cmd == "serve" and role != "all":
+            from ania.cluster.serve import run_role
+
+            await run_role(engine, role, ready=ready)
+        elif args.cmd == "serve":
             from ania.platforms.onebot import run_serve
 
             await run_serve(engine, ready=ready)

@@ -18,6 +18,7 @@ from core.settings import Paths, Settings
 from core.tool import AnyTool
 from services.clock import ClockService
 from services.clock.zones import local_zone
+from services.cluster import open_signals
 from services.commands import CommandStore
 from services.configure.edit import ConfigEditor
 from services.container import Services
@@ -25,6 +26,7 @@ from services.datadir import BOT_LOCK, make_private
 from services.flow import Inbox
 from services.gates.admins import Admins
 from services.gates.approvals import Approvals
+from services.gates.approvals_shared import SharedQuestions
 from services.gates.plan_mode import PlanMode
 from services.hooks import HookManager, HookRunner
 from services.images import ImageShelf
@@ -87,12 +89,18 @@ async def build_services(
     hook_handlers: Sequence[Any] = (),
     approval_timeout_sec: float | None = None,
     outboxes: Outboxes | None = None,
+    role: str = "all",
 ) -> Services:
     """Build every service; whatever needs closing is registered on `stack` (closed in reverse order).
     `outboxes` carries the attached platforms over a /reboot."""
     make_private(paths.data_dir)  # before anything is created there: the stores hold every chat
     store = open_store(paths.data_dir, settings.cluster.postgres_url)
     stack.callback(store.close)
+    signals = await open_signals(store, settings.cluster.postgres_url)
+    stack.push_async_callback(signals.aclose)
+    questions = SharedQuestions(store, signals) if signals.shared else None  # approvals across processes
+    if questions is not None:
+        stack.push_async_callback(questions.aclose)
     shared = SharedExecutor(builtin_tools(settings, paths))
     sessions = SessionRegistry(shared)
     mcp = MCPManager(paths.config_dir, settings, store, shared, sessions, RemoteTool)
@@ -113,12 +121,14 @@ async def build_services(
     knowledge = build_knowledge(paths, settings)
     stack.push_async_callback(knowledge.aclose)
     queries = QueryLog(store, settings.logs)
-    queries.interrupt_running()
+    if role == "all":  # in a cluster another host's pid means nothing here: the gateway's sweep settles
+        queries.interrupt_running()
     return Services(
-        settings=settings, paths=paths, admins=admins, store=store, shared_tools=shared, sessions=sessions,
-        llm=llm, limiter=CallLimiter(settings.llm.max_concurrent_calls),
+        settings=settings, paths=paths, admins=admins, store=store, signals=signals, shared_tools=shared,
+        sessions=sessions, llm=llm, limiter=CallLimiter(settings.llm.max_concurrent_calls),
         hooks=hooks if hooks is not None else HookManager(paths.config_dir, hook_handlers), mcp=mcp,
-        outboxes=outboxes, approvals=Approvals(settings, admins, outboxes.send, timeout_sec=approval_timeout_sec),
+        outboxes=outboxes,
+        approvals=Approvals(settings, admins, outboxes.send, timeout_sec=approval_timeout_sec, shared=questions),
         plan_mode=PlanMode(store), todos=TodoStore(store), teams=TeamStore(store), subagents=subagents,
         clock=ClockService(store, settings, outboxes, subagents, paths.data_dir / BOT_LOCK),
         skills=skills, skill_installer=SkillInstaller(skills, paths.data_dir / "skills", settings.skills, store),

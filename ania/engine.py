@@ -80,14 +80,17 @@ class Engine:
         approval_timeout_sec: float | None = None,
         local_admins: Iterable[str] = (),
         checkpoint_url: str | None = None,
+        role: str = "all",
     ) -> Engine:
         """Build the services and the graph; `local_admins` act as admins without being in bot.admins;
-        `checkpoint_url` (postgresql://...) keeps the checkpoints on Postgres instead of data/checkpoints.db."""
+        `checkpoint_url` (postgresql://...) keeps the checkpoints on Postgres instead of data/checkpoints.db;
+        `role` "gateway" or "worker": a process of a cluster (ania/cluster/), which leaves the rows of other
+        processes to the gateway's sweep."""
         paths = Paths.from_env()
         paths = Paths(config_dir=Path(config_dir or paths.config_dir), data_dir=Path(data_dir or paths.data_dir))
         settings = settings or load_settings(paths.config_dir)
         options = {"local_admins": tuple(local_admins), "hooks": hooks, "hook_handlers": hook_handlers,
-                   "approval_timeout_sec": approval_timeout_sec, "checkpoint_url": checkpoint_url}
+                   "approval_timeout_sec": approval_timeout_sec, "checkpoint_url": checkpoint_url, "role": role}
 
         def again(e: BaseException) -> None:
             log.warning("the data directory %s refuses writes (%s); trying again", paths.data_dir, e)

@@ -17,7 +17,9 @@ session is told), then rebuilds the engine in place; messages that arrive meanwh
 `/stop` from an admin stops the session's running turn and drops every waiting message, and stops the
 runs in progress of its scheduled tasks; from anyone else it drops that person's waiting messages, stops
 the running turn only when all of its messages are theirs, and the runs of the tasks they created (a
-group member cannot cut off somebody else's request).
+group member cannot cut off somebody else's request). When this process holds nothing of the chat and
+shares its store with others (a cluster's gateway), the process holding it stops it by the same rules and
+the reply gives its counts (ania/flow/stop.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ania.clock import clock_command
 from ania.commands import cmd_command, command_word, help_text, unknown_command
 from ania.engine import Engine, TurnResult
 from ania.flow import Flow
+from ania.flow.stop import STOP, WAIT_SEC, Stopped
 from ania.operations import usage_text
 from ania.recovery import STOPPED
 from core.errors import ConfigError
@@ -124,19 +127,12 @@ class MessageEntry:
 
     async def _stop_command(self, session_key: str, user_id: str) -> str:
         """The chat's turns, then its scheduled tasks' runs in progress, as far as `user_id` may stop them."""
-        stopped, others = await self.stop(session_key, user_id)
-        services = self.engine.services
-        runs, runs_others = await services.clock.stop_runs(session_key, user_id,
-                                                           admin=services.admins.is_admin(user_id))
-        done = ([f"Stopped {stopped} running or queued message(s)."] if stopped else []) + (
-            [f"Stopped {runs} scheduled task run(s) in progress."] if runs else [])
-        if done:
-            return " ".join(done)
-        if others:
-            return "Only an admin or the person who asked can stop a running message."
-        if runs_others:
-            return "Only an admin or the person who created the task can stop a scheduled task's run."
-        return "Nothing to stop."
+        done = await self.flow.chats.stop_here(session_key, user_id)
+        if not done:  # not here: the process holding the chat, if another does (none with SQLite: no wait)
+            answer = await self.engine.services.signals.request(STOP, {"session": session_key, "user": user_id},
+                                                                wait_sec=WAIT_SEC)
+            done = Stopped.of(answer) if answer is not None else done
+        return done.text()
 
     async def reboot(self, session_key: str, user_id: str) -> str:
         """Admins only. New settings are checked before anything stops; a broken file changes nothing."""
@@ -173,8 +169,7 @@ class MessageEntry:
         ones are dropped, the running turn is stopped when they are all of its messages; `reason`
         (ania/recovery.py) is what the settled turn and the query log say. Returns (messages stopped,
         messages left because they belong to someone else)."""
-        everyone = user_id is None or self.engine.services.admins.is_admin(user_id)
-        return await self.flow.chats.stop(session_key, lambda who: everyone or who == user_id, reason)
+        return await self.flow.chats.stop_for(session_key, user_id, reason)
 
     async def drain(self) -> None:
         """Wait until every queued message is answered."""

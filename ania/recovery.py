@@ -30,7 +30,9 @@ NOT_RUN = 'Not run: {reason}.'
 #: reason, and the query log's status. A cancel without a message is `/stop`.
 STOPPED = "stopped with /stop"
 CTRL_C = "interrupted by Ctrl-C"
-CANCEL_STATUS = {STOPPED: "stopped", CTRL_C: "interrupted"}
+#: A cluster worker shutting down (ania/cluster/worker.py): its chats' next turns run on another worker.
+WORKER_STOPPED = "the worker running it shut down"
+CANCEL_STATUS = {STOPPED: "stopped", CTRL_C: "interrupted", WORKER_STOPPED: "interrupted"}
 MAY_HAVE_RUN = ('No result: "{name}" had started, but the turn ended before it finished ({reason}); it may or may '
                 'not have done its work. Check before running it again.')
 

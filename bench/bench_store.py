@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import psycopg
 
-from ania.localservers.postgres import LocalPostgres, PostgresUnavailable
-from bench.common import table
+from bench.common import table, throwaway_postgres
 from core.settings import LogsSettings, QuotaSettings
 from services.store import AppStore, open_store
 from services.usage import QueryLog
@@ -60,25 +57,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--store-calls", type=int, default=300, help="calls per operation per round")
     p.add_argument("--store-rounds", type=int, default=7)
     args, _ = p.parse_known_args(argv)
-    try:
-        server = LocalPostgres().start()
-    except PostgresUnavailable as e:
-        print(f"skipped: {e}")
-        return
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            lazy = server.create_database("ania_lazy")
-            with psycopg.connect(lazy, autocommit=True) as conn:
-                conn.execute("ALTER DATABASE ania_lazy SET synchronous_commit = off")
-            stores = {"sqlite": open_store(Path(tmp)), "postgres": open_store(Path(tmp), server.url),
-                      "lazy": open_store(Path(tmp), lazy)}
-            try:
-                got = measure(stores, args.store_calls, args.store_rounds)
-            finally:
-                for s in stores.values():
-                    s.close()
-    finally:
-        server.stop()
+    with throwaway_postgres() as found:
+        if found is None:
+            return
+        server, tmp = found
+        lazy = server.create_database("ania_lazy")
+        with psycopg.connect(lazy, autocommit=True) as conn:
+            conn.execute("ALTER DATABASE ania_lazy SET synchronous_commit = off")
+        stores = {"sqlite": open_store(tmp), "postgres": open_store(tmp, server.url), "lazy": open_store(tmp, lazy)}
+        try:
+            got = measure(stores, args.store_calls, args.store_rounds)
+        finally:
+            for s in stores.values():
+                s.close()
     rows = [[op, f"{got[(op, 'sqlite')]:.1f}", f"{got[(op, 'postgres')]:.1f}",
              f"{got[(op, 'postgres')] / got[(op, 'sqlite')]:.1f}x", f"{got[(op, 'lazy')]:.1f}",
              f"{got[(op, 'lazy')] / got[(op, 'sqlite')]:.1f}x"] for op in OPS]

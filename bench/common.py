@@ -14,14 +14,16 @@ import itertools
 import json
 import sqlite3
 import statistics
+import tempfile
 import time
-from collections.abc import Sequence
-from contextlib import AsyncExitStack, closing
+from collections.abc import Iterator, Sequence
+from contextlib import AsyncExitStack, closing, contextmanager
 from pathlib import Path
 from typing import Any
 
 from ania.engine import Engine
 from ania.fakes.openai_server import Recorded, ScriptedOpenAI
+from ania.localservers.postgres import LocalPostgres, PostgresUnavailable
 from ania.platforms.bridge import ChatBridge
 from checkpoints.factory import CHECKPOINT_FILE, tune_sqlite
 from core.settings import Settings
@@ -31,6 +33,23 @@ from tools.time_tool import TimeParams, TimeTool
 
 SESSION = "f:bench"
 USER = "bench"
+
+
+@contextmanager
+def throwaway_postgres() -> Iterator[tuple[LocalPostgres, Path] | None]:
+    """A Postgres server from Debian's package (default durability) and a temporary directory, for one
+    benchmark; None, after a line saying why, where there is no Postgres."""
+    try:
+        server = LocalPostgres().start()
+    except PostgresUnavailable as e:
+        print(f"skipped: {e}")
+        yield None
+        return
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            yield server, Path(tmp)
+    finally:
+        server.stop()
 
 
 def settings_for(llm: ScriptedOpenAI, **sections: dict[str, Any]) -> Settings:

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 BENCHES = ("bench.bench_loop", "bench.bench_storage", "bench.bench_postgres", "bench.bench_queue", "bench.bench_gate",
            "bench.bench_throughput", "bench.bench_startup", "bench.bench_team", "bench.bench_clock", "bench.bench_ops")
 OPTIONAL = ("bench.bench_mcp", "bench.bench_knowledge", "bench.bench_knowledge_scale", "bench.bench_recall",
-            "bench.bench_onebot", "bench.bench_panel", "bench.bench_panel_data", "bench.bench_store")
+            "bench.bench_onebot", "bench.bench_panel", "bench.bench_panel_data", "bench.bench_store",
+            "bench.bench_signals", "bench.bench_cluster")
 
 
 def _modules() -> list[str]:

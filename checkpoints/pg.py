@@ -1,4 +1,11 @@
-"""Opening the Postgres checkpointer: one connection, LangGraph's tables set up, a clear error otherwise.
+"""Opening the Postgres checkpointer: a pool of one connection, LangGraph's tables set up, a clear error
+otherwise.
+
+One connection, as before (the saver's lock lets one caller use it at a time), but held by a psycopg pool:
+a connection the server dropped (a Postgres restart, a failover, an idle timeout) is discarded when the
+call that met it fails, and the next call gets a new one. On a bare connection every later turn failed
+until the bot restarted (found by stopping Postgres under a cluster worker). A call that waits for a
+connection gives up after `POOL_TIMEOUT` seconds (the turn fails with a clear reply, not a hang).
 
 A malformed URL, a server that does not answer or refuses the login is a `ConfigError` of one line that
 names the setting and the URL with `***` for its password (core/settings/cluster.py `redact_url`,
@@ -14,13 +21,15 @@ machine, and up to ~100 ms while other jobs wrote to the disk (bench_postgres `-
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
 
 from checkpoints.loader import Reducer
 from checkpoints.saver_pg import AniaPostgresSaver
@@ -31,6 +40,8 @@ from core.settings.cluster import SETTING, redact_url, scrub
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")
 #: Seconds to wait for the server before giving up (a wrong host should not hang the start).
 CONNECT_TIMEOUT = 10
+#: Seconds a checkpointer call waits for its connection while the server is away.
+POOL_TIMEOUT = 5.0
 
 
 async def connect(url: str) -> psycopg.AsyncConnection[Any]:
@@ -44,18 +55,52 @@ async def connect(url: str) -> psycopg.AsyncConnection[Any]:
         raise ConfigError(f"{SETTING}: cannot reach Postgres at {redact_url(url)}: {scrub(str(e), url)}") from None
 
 
+#: Held while the checkpoint tables are made or migrated: LangGraph's `setup` is not safe to run twice at once
+#: (the processes of a cluster start together).
+SETUP_LOCK = 7_302_412
+
+
+async def _take_setup_lock(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Polled, not waited for: a session blocked in `pg_advisory_lock` is an open transaction, and the holder's
+    CREATE INDEX CONCURRENTLY waits for every open transaction: a deadlock."""
+    while True:
+        cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS got", [SETUP_LOCK])
+        row = await cur.fetchone()
+        if row and row["got"]:
+            return
+        await asyncio.sleep(0.1)
+
+
+async def _tune(conn: psycopg.AsyncConnection[Any]) -> None:
+    await conn.execute("SET synchronous_commit = off")
+
+
 @asynccontextmanager
 async def open_postgres(url: str, *, stock: bool,
                         reducers: Mapping[str, Reducer]) -> AsyncIterator[AsyncPostgresSaver]:
-    """Our saver (or with `stock` LangGraph's) on one connection, its tables made or migrated."""
-    conn = await connect(url)
-    async with conn:
-        saver = AsyncPostgresSaver(conn) if stock else AniaPostgresSaver(conn, reducers=reducers,
-                                                                         serde=MessageSerializer())
+    """Our saver (or with `stock` LangGraph's) on a pool of one connection, its tables made or migrated."""
+    async with await connect(url) as setup_conn:  # also the URL's check: one clear line when it is wrong
+        pool: AsyncConnectionPool[psycopg.AsyncConnection[DictRow]] = AsyncConnectionPool(
+            url, min_size=1, max_size=1, timeout=POOL_TIMEOUT, open=False, configure=_tune, name="ania-checkpoints",
+            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
+                    "connect_timeout": CONNECT_TIMEOUT})
+        await pool.open(wait=True, timeout=CONNECT_TIMEOUT)
         try:
-            await conn.execute("SET synchronous_commit = off")
-            await saver.setup()
-        except psycopg.Error as e:
-            raise ConfigError(f"{SETTING}: cannot set up the checkpoint tables at {redact_url(url)}: "
-                              f"{scrub(str(e), url)}") from None
+            saver = AsyncPostgresSaver(pool) if stock else AniaPostgresSaver(pool, reducers=reducers,
+                                                                             serde=MessageSerializer())
+            try:
+                await _take_setup_lock(setup_conn)
+                try:
+                    await saver.setup()
+                finally:
+                    await setup_conn.execute("SELECT pg_advisory_unlock(%s)", [SETUP_LOCK])
+            except psycopg.Error as e:
+                raise ConfigError(f"{SETTING}: cannot set up the checkpoint tables at {redact_url(url)}: "
+                                  f"{scrub(str(e), url)}") from None
+        except BaseException:
+            await pool.close()
+            raise
+    try:
         yield saver
+    finally:
+        await pool.close()

@@ -28,6 +28,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
 
 from checkpoints.loader import FoldingLoader, Reducer, Step, WriteRow, thread_key
 from checkpoints.memo import CACHE_MESSAGES
@@ -68,7 +69,7 @@ WHERE a.depth > 0
 class AniaPostgresSaver(FoldingLoader, AsyncPostgresSaver):
     """`AsyncPostgresSaver` with the history loader of checkpoints/loader.py for the channels given a reducer."""
 
-    def __init__(self, conn: AsyncConnection[Any], *, reducers: Mapping[str, Reducer],
+    def __init__(self, conn: AsyncConnection[Any] | AsyncConnectionPool[Any], *, reducers: Mapping[str, Reducer],
                  serde: SerializerProtocol | None = None, cache_messages: int = CACHE_MESSAGES) -> None:
         AsyncPostgresSaver.__init__(self, conn, serde=serde)
         self._init_loader(reducers, cache_messages)

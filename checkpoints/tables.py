@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres._ainternal import get_connection
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from psycopg import AsyncConnection
 from psycopg.rows import tuple_row
+from psycopg_pool import AsyncConnectionPool
 
 Dialect = Literal["sqlite", "postgres"]
 
@@ -40,10 +42,12 @@ def portable(sql: str) -> Query:
 
 
 def dialect(saver: BaseCheckpointSaver[str] | None) -> Dialect | None:
-    """Which tables the saver keeps: SQLite's, Postgres' (one connection, as the factory opens it), or neither."""
+    """Which tables the saver keeps: SQLite's, Postgres' (a connection or a pool, as the factory opens it), or
+    neither."""
     if isinstance(saver, AsyncSqliteSaver):
         return "sqlite"
-    if isinstance(saver, AsyncPostgresSaver) and isinstance(saver.conn, AsyncConnection) and saver.pipe is None:
+    if (isinstance(saver, AsyncPostgresSaver) and isinstance(saver.conn, (AsyncConnection, AsyncConnectionPool))
+            and saver.pipe is None):
         return "postgres"
     return None
 
@@ -81,9 +85,8 @@ async def run(saver: BaseCheckpointSaver[str], steps: Sequence[tuple[Query, Sequ
         return out
     if dialect(saver) != "postgres" or not isinstance(saver, AsyncPostgresSaver):
         raise TypeError(f"no tables to read in {type(saver).__name__}")
-    conn = saver.conn
-    assert isinstance(conn, AsyncConnection)  # noqa: S101 - dialect() checked it
     async with saver.lock, AsyncExitStack() as stack:
+        conn = await stack.enter_async_context(get_connection(saver.conn))
         if atomic:
             await stack.enter_async_context(conn.transaction())
         cur = await stack.enter_async_context(conn.cursor(row_factory=tuple_row))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from core.registry import SharedExecutor
 from core.settings import Paths, Settings
 from services.clock import ClockService
+from services.cluster import Signals
 from services.commands import CommandStore
 from services.configure.edit import ConfigEditor
 from services.flow import Inbox
@@ -37,6 +38,9 @@ class Services:
     paths: Paths
     admins: Admins
     store: AppStore
+    #: Signals to the other processes sharing the store (Postgres), or to this one alone (SQLite): /stop of a
+    #: chat whose turn runs elsewhere, approvals answered elsewhere (services/cluster/signals.py).
+    signals: Signals
     shared_tools: SharedExecutor
     sessions: SessionRegistry
     llm: ModelFactory

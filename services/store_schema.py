@@ -128,6 +128,31 @@ def _m007_recall(d: Dialect) -> list[str]:
     return ["ALTER TABLE query_log ADD COLUMN recalled TEXT"]
 
 
+def _m008_approvals_open(d: Dialect) -> list[str]:
+    """The approval questions open on each process of a cluster (services/gates/approvals_shared.py), so an
+    answer taken at another process's message entry finds them. Only written when the store is Postgres; a
+    row lives from the prompt to the decision or timeout, `alive_until` renewed by its owner while it waits
+    (a dead owner's rows fall out of every reading and are deleted by the next question)."""
+    return ["""CREATE TABLE approvals_open (
+        id TEXT PRIMARY KEY, owner TEXT NOT NULL, session TEXT NOT NULL, admin_place TEXT NOT NULL DEFAULT '',
+        request TEXT NOT NULL, created REAL NOT NULL, alive_until REAL NOT NULL, verdict TEXT,
+        decided_by TEXT NOT NULL DEFAULT '')""",
+            "CREATE INDEX approvals_open_owner ON approvals_open (owner)"]
+
+
+def _m009_inbox_meta(d: Dialect) -> list[str]:
+    """What a worker of the cluster needs to answer a message the gateway took (ania/cluster/): the platform's
+    own record of it (JSON; '' in one process, where the message's bridge is at hand)."""
+    return ["ALTER TABLE inbox ADD COLUMN meta TEXT NOT NULL DEFAULT ''",
+            "CREATE INDEX idx_inbox_session ON inbox (session, id)"]
+
+
+def _m010_config_files(d: Dialect) -> list[str]:
+    """The configuration files the processes of a cluster share (services/configure/shared.py)."""
+    return ["CREATE TABLE config_files (name TEXT PRIMARY KEY, text TEXT NOT NULL, sha TEXT NOT NULL, "
+            "updated REAL NOT NULL)"]
+
+
 #: Never reorder or rename: the names are recorded in `_migrations`. Their effect on SQLite is what it was
 #: when they were written with sqlite-utils (tests/test_store_schema.py holds that schema).
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -138,6 +163,9 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("005_query_log", _m005_query_log),
     ("006_batches", _m006_batches),
     ("007_recall", _m007_recall),
+    ("008_approvals_open", _m008_approvals_open),
+    ("009_inbox_meta", _m009_inbox_meta),
+    ("010_config_files", _m010_config_files),
 ]
 
 #: Tables whose `id` is an identity on Postgres (a copy into them moves the sequence past the copied ids).

@@ -7,6 +7,9 @@ oldest waiting message's arrival, when set): it takes a bounded batch, members i
 (services/flow/batch.py), and runs one turn for it with the rights of its least-privileged author,
 answering through the bridge of its last message (so the reply quotes it). Messages arriving meanwhile
 wait for the next turn. The worker ends when its queue is empty; an idle chat holds no state.
+
+/stop of a chat this process holds, sent to another process (a cluster's gateway), arrives as the signal
+`STOP` (ania/flow/stop.py): the chats listen to the signals of the engine's current services.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from dataclasses import dataclass, field
 from ania.engine import Engine, TurnResult
 from ania.flow.bridge import BatchBridge
 from ania.flow.message import Waiting, batch_of
+from ania.flow.stop import STOP, Stopped
 from ania.recovery import CANCEL_STATUS, STOPPED
+from services.cluster import Payload, Signals
 from services.flow import batch_text, least_privileged, take_batch
 
 
@@ -38,6 +43,15 @@ class Chats:
         self._settle = settle
         self.clock = clock
         self._chats: dict[str, ChatQueue] = {}
+        self._signals: Signals | None = None
+        self._listen()
+
+    def _listen(self) -> None:
+        """Take /stop signals from the services' signals (again after a /reboot built new services)."""
+        signals = self.engine.services.signals
+        if signals is not self._signals:
+            signals.subscribe(STOP, self._on_stop)
+            self._signals = signals
 
     def __len__(self) -> int:
         return len(self._chats)
@@ -50,6 +64,7 @@ class Chats:
         return len(chat.waiting) if chat else 0
 
     def put(self, message: Waiting) -> None:
+        self._listen()
         chat = self._chats.setdefault(message.session_key, ChatQueue())
         chat.waiting.append(message)
         if chat.worker is None:
@@ -113,6 +128,39 @@ class Chats:
             else:
                 others += len(batch)
         return stopped, others
+
+    def release(self, key: str) -> int:
+        """Let go of the chat's waiting messages without answering them: their inbox rows stay for another
+        process (a cluster worker shutting down); how many."""
+        chat = self._chats.get(key)
+        if chat is None:
+            return 0
+        released, chat.waiting = chat.waiting, []
+        for m in released:
+            m.future.cancel()
+        return len(released)
+
+    async def stop_for(self, key: str, user_id: str | None, reason: str = STOPPED) -> tuple[int, int]:
+        """`stop` with the rights of `user_id`: an admin (or None, the bot itself) stops every message, anyone
+        else their own."""
+        everyone = user_id is None or self.engine.services.admins.is_admin(user_id)
+        return await self.stop(key, lambda who: everyone or who == user_id, reason)
+
+    async def stop_here(self, key: str, user_id: str) -> Stopped:
+        """/stop by `user_id` of what this process holds of chat `key`: its messages, then the runs in progress
+        of its scheduled tasks."""
+        services = self.engine.services
+        stopped, others = await self.stop_for(key, user_id)
+        runs, runs_others = await services.clock.stop_runs(key, user_id, admin=services.admins.is_admin(user_id))
+        return Stopped(stopped, others, runs, runs_others)
+
+    async def _on_stop(self, payload: Payload) -> Payload | None:
+        """Another process's /stop: the counts when this process holds anything of the chat, else silence."""
+        key, user_id = payload.get("session"), payload.get("user")
+        if not isinstance(key, str) or not isinstance(user_id, str) or not user_id:
+            return None
+        done = await self.stop_here(key, user_id)
+        return done.payload() if done else None
 
     def _drop(self, key: str, messages: list[Waiting], reason: str) -> None:
         """Waiting messages that will not be answered: each gets its query-log row (it leaves the inbox)."""

@@ -46,7 +46,7 @@ class Flow:
         services = self.engine.services
         flow = services.settings.flow
         refusal = ""
-        if self.chats.waiting(session_key) >= flow.max_queue:
+        if self.queued(session_key) >= flow.max_queue:
             refusal = "queue_full"
         elif (flow.member_rate_per_min > 0 and not services.admins.is_admin(user_id)
               and not self._buckets.take((session_key, user_id), flow.member_rate_per_min / 60, flow.member_burst)):
@@ -54,6 +54,17 @@ class Flow:
         if refusal:
             await self._refuse(session_key, user_id, body, bridge, trigger, message_id, refusal)
             return None
+        return await self._admit(session_key, user_id, body, bridge, trigger, message_id)
+
+    def queued(self, session_key: str) -> int:
+        """How many of the chat's messages wait (the queue bound's count)."""
+        return self.chats.waiting(session_key)
+
+    async def _admit(self, session_key: str, user_id: str, body: str, bridge: CallbackBridge, trigger: str,
+                     message_id: str) -> asyncio.Future[TurnResult] | None:
+        """Record the admitted message in the inbox and queue it here (a cluster gateway queues it for a worker:
+        ania/cluster/gateway.py)."""
+        services = self.engine.services
         try:
             inbox_id = services.inbox.record(session_key, user_id, body, message_id=message_id, trigger=trigger)
         except WRITE_REFUSED as e:  # disk full or locked: answered all the same, only not durable
@@ -74,7 +85,7 @@ class Flow:
         flow = self.engine.services.settings.flow
         notice = ""
         if self._notices.due((session_key, user_id), flow.notice_window_sec):
-            notice = (QUEUE_FULL.format(n=self.chats.waiting(session_key), window=flow.notice_window_sec)
+            notice = (QUEUE_FULL.format(n=self.queued(session_key), window=flow.notice_window_sec)
                       if status == "queue_full" else
                       RATE_LIMITED.format(rate=flow.member_rate_per_min, window=flow.notice_window_sec))
         self.engine.services.queries.settled(session_key, user_id, body, status, reply=notice, trigger=trigger,

@@ -184,7 +184,8 @@ ADMINS_ONLY_KEYS = frozenset({
     "bash.blacklist", "bash.whitelist", "bash.workdir", "files.allowed_dirs",
     "llm.base_url", "embedding.base_url", "vision.base_url", "knowledge.chroma_url",
     "onebot.ws_url", "onebot.listen", "onebot.path", "panel.listen", "panel.public_url", "web.search_url",
-    "web.reader_url", "meme.url", "cluster.postgres_url",
+    "web.reader_url", "meme.url", "cluster.postgres_url", "cluster.relay_listen", "cluster.relay_url",
+    "cluster.relay_token",
 })
 
 

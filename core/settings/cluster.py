@@ -27,6 +27,23 @@ class ClusterSettings(BaseModel):
                         "data/ania.db and data/checkpoints.db; empty: SQLite (`ania migrate --to URL` copies a "
                         "data directory's state there first)",
         json_schema_extra={"sensitive": True})
+    relay_listen: str = Field(
+        "127.0.0.1:8091", description="`ania serve --role gateway`: host:port where the workers connect to reach "
+                                      "the OneBot implementation through the gateway (ws://host:port/relay)")
+    relay_url: str = Field(
+        "ws://127.0.0.1:8091/relay", description="`ania serve --role worker`: the gateway's relay, through which "
+                                                 "the worker sends replies and reads chat history, images and files")
+    relay_token: str = Field(
+        "", description="the token workers present to the gateway's relay (required when relay_listen is not "
+                        "loopback: whoever holds the relay speaks for the bot)",
+        json_schema_extra={"sensitive": True})
+    worker_chats: int = Field(
+        16, ge=1, le=1000, description="`--role worker`: how many chats one worker serves at once (each chat's "
+                                       "turns run one at a time, on one worker)")
+    stall_sec: float = Field(
+        6.0, ge=2.0, le=600.0, description="a worker that has not beaten its heartbeat for this long is taken "
+                                           "for dead: its chats go to another worker and its running turn is "
+                                           "settled as interrupted (heartbeats every stall_sec / 3)")
 
     @field_validator("postgres_url")
     @classmethod

@@ -30,6 +30,7 @@ from core.errors import ConfigError, DeveloperError, ToolError
 from core.settings import CONFIG_FILE, KeyInfo, Paths, Settings, registry
 from services.commands import CommandStore
 from services.configure.files import CONFIG_FILES, MASK, MAX_FILE, TAKES_EFFECT, checked_file, raw_file, shown_file
+from services.configure.shared import SharedConfig
 from services.files import atomic_write_text
 from services.store import AppStore
 
@@ -73,6 +74,8 @@ class ConfigEditor:
         self.settings = settings
         self.store = store
         self.commands = commands
+        #: What this process writes reaches the other processes of a cluster (a no-op on SQLite).
+        self.shared = SharedConfig(store, paths.config_dir)
         self.keys = {k.key: k for k in registry()}
         self._lock = asyncio.Lock()
 
@@ -182,6 +185,7 @@ class ConfigEditor:
                 atomic_write_text(path, new_text)
             except OSError as e:
                 raise ToolError(f"could not write {CONFIG_FILE} ({e.strerror or e}). Nothing was changed.") from None
+            self.shared.publish(CONFIG_FILE, new_text)
         self.store.log_op("config_set", session, actor, {
             "key": info.key, "old": masked(info, old), "new": masked(info, value), "approved_by": approved_by})
         env = (f" Note: {info.env} is set in the environment and overrides the file."
@@ -211,6 +215,7 @@ class ConfigEditor:
             except OSError as e:
                 raise ToolError(f"could not write config/{path.name} ({e.strerror or e}). "
                                 "Nothing was changed.") from None
+            self.shared.publish(path.name, text)
         if name == "commands_json":
             self.commands.invalidate()
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -19,6 +19,9 @@ Who may answer (the README's rights table):
 Where the prompt goes: a configuration change to an admin's private chat first. So does any call in a
 private chat whose one member may not decide it (anyone who can message the bot would otherwise approve
 their own bash); that chat is told an admin was asked, and with no admin to ask the call is denied at once.
+
+Across processes (the Postgres store, a gateway and workers): the questions are also rows that every
+process's `take_reply` reads and answers, with the same rules and texts (services/gates/approvals_shared.py).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from functools import partial
 from core.settings import Settings
 from services.gates.admins import Admins
 from services.gates.approval_types import ALLOW_WORDS, DENY_WORDS, ApprovalRequest, Decision, Verdict
+from services.gates.approvals_shared import Question, SharedQuestions
 from services.locks import KeyedLocks
 
 _REPLY = re.compile(r"^\s*([a-z]+|[\u4e00-\u9fff]+)(?:\s+#?([0-9a-f]{4}))?\s*[.!。！]?\s*$", re.IGNORECASE)
@@ -65,18 +69,16 @@ def parse_reply(text: str) -> tuple[Verdict, str | None] | None:
 
 
 @dataclass
-class Pending:
-    id: str
-    request: ApprovalRequest
-    future: asyncio.Future[Decision]
-    places: tuple[str, ...]
+class Pending(Question):
+    """A question this process asked and waits for."""
 
-    def line(self) -> str:
-        return f'{self.id} ("{self.request.get("tool", "?")}" in {self.request.get("session", "?")})'
+    future: asyncio.Future[Decision]
 
 
 class Approvals:
-    def __init__(self, settings: Settings, admins: Admins, notify: Notify, *, timeout_sec: float | None = None) -> None:
+    def __init__(self, settings: Settings, admins: Admins, notify: Notify, *, timeout_sec: float | None = None,
+                 shared: SharedQuestions | None = None) -> None:
+        """`shared`: the questions of every process sharing the Postgres store (None: this process's only)."""
         self._settings = settings
         self._admins = admins
         self._notify = notify
@@ -84,10 +86,11 @@ class Approvals:
         self._timeout = timeout_sec
         self._pending: dict[str, Pending] = {}  # request id → the open question
         self._locks = KeyedLocks()
+        self._shared = shared
 
     def held(self) -> int:
         """Open questions and per-session locks kept: 0 when nobody waits (the bounded-state tests check it)."""
-        return len(self._pending) + len(self._locks)
+        return len(self._pending) + len(self._locks) + (self._shared.held() if self._shared else 0)
 
     def may_answer(self, request: ApprovalRequest, user_id: str) -> str | None:
         """None when `user_id` may decide, else why not."""
@@ -128,11 +131,13 @@ class Approvals:
         the prompt in the requesting chat (the run's bridge: it can quote the message); default: notify."""
         session = request["session"]
         async with self._locks.hold(session):  # one question at a time per session
-            rid = self._new_id()
-            prompt = f"{request['prompt']}\n{HOW_TO_ANSWER.format(id=rid)}"
             # Waiting before any prompt goes out, each place before its prompt: an answer sent the moment the
             # prompt arrives (while its send is still being confirmed) finds the question, not an ordinary message.
-            pending = Pending(rid, request, asyncio.get_running_loop().create_future(), (session,))
+            pending = Pending(self._new_id(), request, (session,), asyncio.get_running_loop().create_future())
+            while self._shared is not None and not self._shared.open(pending, pending.future):
+                pending.id = self._new_id()  # another process's question has this id
+            rid = pending.id
+            prompt = f"{request['prompt']}\n{HOW_TO_ANSWER.format(id=rid)}"
             self._pending[rid] = pending
             try:
                 to_admin = self._to_admin(request)
@@ -140,10 +145,10 @@ class Approvals:
                     for admin in self._admins.ids():
                         if admin == request.get("requester"):
                             continue
-                        pending.places = (session, f"f:{admin}")
+                        self._place(pending, (session, f"f:{admin}"))
                         if await self._notify(f"f:{admin}", prompt):
                             break
-                        pending.places = (session,)
+                        self._place(pending, (session,))
                 show = here if here is not None else partial(self._notify, session)
                 if to_admin and request["kind"] != "admin":  # nobody in this chat may decide
                     if len(pending.places) == 1:
@@ -155,13 +160,24 @@ class Approvals:
                 try:
                     return await asyncio.wait_for(asyncio.shield(pending.future), timeout)
                 except TimeoutError:
+                    if self._shared is not None and (late := self._shared.expire(rid)) is not None:
+                        return late  # answered at another process as the time ran out: that answer counts
                     await self._notify(session, f'Approval {rid} for "{request["tool"]}" timed out; '
                                                 "the call was not run.")
                     return {"decision": "deny", "by": "", "reason": TIMED_OUT.format(sec=timeout)}
             finally:
                 del self._pending[rid]
+                if self._shared is not None:
+                    self._shared.close(rid)
 
-    def _here(self, place: str) -> list[Pending]:
+    def _place(self, pending: Pending, places: tuple[str, ...]) -> None:
+        pending.places = places
+        if self._shared is not None:
+            self._shared.moved(pending)
+
+    def _here(self, place: str) -> list[Question]:
+        if self._shared is not None:
+            return self._shared.here(place)
         return [p for p in self._pending.values() if place in p.places and not p.future.done()]
 
     def take_reply(self, place: str, user_id: str, text: str) -> str | None:
@@ -186,32 +202,50 @@ class Approvals:
         why_not = self.may_answer(pending.request, user_id)
         if why_not:
             return NOT_ALLOWED.format(why=why_not)
-        pending.future.set_result({"decision": word, "by": user_id})
+        if not self._decide(pending, word, user_id):  # decided or timed out at another process meanwhile
+            return UNKNOWN_ID.format(id=pending.id, listing=listing)
         verb = "Allowed" if word == "allow" else "Denied"
         return f'{verb}: "{pending.request["tool"]}" ({pending.id}).'
 
-    def _parse_if_waiting(self, place: str, text: str) -> tuple[Verdict, str | None, list[Pending]] | None:
-        here = self._here(place)
-        parsed = parse_reply(text) if here else None
-        return None if parsed is None else (*parsed, here)
+    def _decide(self, question: Question, verdict: Verdict, by: str) -> bool:
+        if self._shared is not None:
+            return self._shared.decide(question.id, verdict, by)
+        if not isinstance(question, Pending) or question.future.done():
+            return False
+        question.future.set_result({"decision": verdict, "by": by})
+        return True
 
-    def open_questions(self) -> list[Pending]:
-        """Every question still waiting, oldest first (the web panel lists them)."""
+    def _parse_if_waiting(self, place: str, text: str) -> tuple[Verdict, str | None, list[Question]] | None:
+        """The reply's words when questions wait in `place`. Across processes the message is parsed first: an
+        ordinary message costs no read of the store."""
+        if self._shared is None and not self._pending:
+            return None
+        parsed = parse_reply(text)
+        here = self._here(place) if parsed is not None else []
+        return (*parsed, here) if parsed is not None and here else None
+
+    def open_questions(self) -> list[Question]:
+        """Every question still waiting (across processes: every live process's), oldest first (the web panel
+        lists them)."""
+        if self._shared is not None:
+            return self._shared.everywhere()
         return [p for p in self._pending.values() if not p.future.done()]
 
-    def answer_as_operator(self, rid: str, verdict: Verdict, by: str) -> Pending | None:
+    def answer_as_operator(self, rid: str, verdict: Verdict, by: str) -> Question | None:
         """Decide question `rid` as the bot's operator (the web panel, like the `ania` command line, is not a
         chat member: who-may-answer does not apply). None when no such question waits (any more)."""
-        pending = self._pending.get(rid)
-        if pending is None or pending.future.done():
+        found = [q for q in self.open_questions() if q.id == rid]
+        if not found or not self._decide(found[0], verdict, by):
             return None
-        pending.future.set_result({"decision": verdict, "by": by})
-        return pending
+        return found[0]
 
     def is_waiting(self, place: str) -> bool:
-        return bool(self._here(place))
+        """Whether this process waits for an answer in `place`: its own turns' questions only, so the terminal
+        may poll it while a turn works without reading the store. `pending_ids` reads every process's."""
+        return any(place in p.places and not p.future.done() for p in self._pending.values())
 
     def pending_ids(self, place: str) -> list[str]:
+        """The ids of the questions waiting in `place`, wherever they were asked."""
         return [p.id for p in self._here(place)]
 
 

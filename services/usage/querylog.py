@@ -112,6 +112,12 @@ class QueryLog:
             self._store.write("UPDATE query_log SET status = 'interrupted' WHERE id = ? AND status = 'running'", [qid])
         return len(dead)
 
+    def interrupt_session(self, session: str) -> int:
+        """The session's running message turn becomes `interrupted` (a cluster worker died running it: only
+        one turn of a chat runs at a time, so it is the dead worker's); how many rows."""
+        return self._store.write("UPDATE query_log SET status = 'interrupted' WHERE session = ? AND status = 'running' "
+                                 "AND trigger IN ('message', 'command')", [session])
+
     def start(self, session: str, sender: str, text: str, *, trigger: str = "message", thread: str = "",
               checkpoint: str = "", batch: Batch = EMPTY) -> int:
         """The row of a starting turn (0 when the log is off); `batch`'s messages leave the inbox with it."""
@@ -138,16 +144,20 @@ class QueryLog:
         return self._insert(batch, "INSERT INTO query_log (started, ended, session, sender, trigger, input, status, "
                             "tokens, total_tokens, duration_ms, calls, call_count, thread, checkpoint, reply, pid, "
                             "message_ids, senders) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, '{}', 0, 0, '[]', 0, ?, '', ?, ?, ?, ?)", args)
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, '{}', 0, 0, '[]', 0, ?, '', ?, ?, ?, ?)", args,
+                            if_waiting=True)
 
-    def _insert(self, batch: Batch, sql: str, args: list[Any]) -> int:
-        """The row (when the log is on) and the batch's inbox rows gone, in one transaction."""
+    def _insert(self, batch: Batch, sql: str, args: list[Any], *, if_waiting: bool = False) -> int:
+        """The row (when the log is on) and the batch's inbox rows gone, in one transaction. `if_waiting`: no
+        row when none of the batch's inbox rows is left (another process of a cluster accounted for them:
+        the gateway's /stop and the worker holding the chat both drop waiting messages)."""
         with self._store.transaction() as tx:
-            qid = tx.insert(sql, args) if self.enabled else 0
             if batch.inbox_ids:
                 marks = ", ".join("?" * len(batch.inbox_ids))
-                tx.write(f"DELETE FROM inbox WHERE id IN ({marks})", list(batch.inbox_ids))  # noqa: S608 - only ? placeholders
-        return qid
+                gone = tx.write(f"DELETE FROM inbox WHERE id IN ({marks})", list(batch.inbox_ids))  # noqa: S608 - only ? placeholders
+                if if_waiting and not gone:
+                    return 0
+            return tx.insert(sql, args) if self.enabled else 0
 
     def finish(self, qid: int, status: str, usage: Mapping[str, int], calls: Sequence[Mapping[str, Any]],
                reply: str, recalled: Sequence[Mapping[str, Any]] = ()) -> None:

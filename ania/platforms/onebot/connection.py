@@ -292,7 +292,7 @@ def _token_of(request: Request) -> str | None:
     return values[0] if values else None
 
 
-def _check(path: str, token: str) -> Callable[[ServerConnection, Request], Response | None]:
+def check_request(path: str, token: str) -> Callable[[ServerConnection, Request], Response | None]:
     want = "/" + path.strip("/")
 
     def check(ws: ServerConnection, request: Request) -> Response | None:
@@ -331,7 +331,7 @@ async def listen(conn: Connection, host: str, port: int, path: str, token: str,
             log.exception("OneBot: the %s client's link failed unexpectedly", role)
         log.warning("OneBot: %s client disconnected", role)
 
-    return await serve(handler, host, port, process_request=_check(path, token), max_size=MAX_FRAME)
+    return await serve(handler, host, port, process_request=check_request(path, token), max_size=MAX_FRAME)
 
 
 def is_loopback(host: str) -> bool:

@@ -22,6 +22,8 @@ class Incoming:
     name: str
     message_id: str
     content: Content = field(default_factory=Content)
+    #: The event it was read from: a cluster worker reads it again from the inbox (ania/cluster/).
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def session_key(self) -> str:
@@ -58,7 +60,7 @@ def parse_event(event: dict[str, Any]) -> Incoming | None:
         raw = event.get("raw_message")
     name = sender.get("card") or sender.get("nickname") or user_id
     return Incoming(kind=kind, chat_id=chat_id, user_id=user_id, name=str(name)[:64],
-                    message_id=str(event.get("message_id") or ""), content=parse_content(raw))
+                    message_id=str(event.get("message_id") or ""), content=parse_content(raw), raw=event)
 
 
 def chat_of(data: dict[str, Any], self_id: str) -> str | None:

@@ -57,6 +57,11 @@ class Outbound:
         """The session the bot sent this message to, when it is one of the bot's (recent) messages."""
         return self._own.get(message_id) if message_id else None
 
+    def note_sent(self, message_id: str, session_key: str) -> None:
+        """A message the bot sent through another process (a cluster worker, through the gateway's relay)."""
+        if message_id:
+            self._own.put(message_id, session_key)
+
     def note_file_ids(self, session_key: str, file_ids: Iterable[str]) -> None:
         """Remember the file ids a message of this private chat showed (the model may ask for their URLs). A
         group's file is asked of that group (get_group_file_url): its ids would only push private ones out."""
@@ -87,8 +92,7 @@ class Outbound:
             log.warning("OneBot: a message to %s was lost after a retry (%s): %.300s", session_key, e, preview)
             return None
         mid = str(data.get("message_id") or "") if isinstance(data, dict) else ""
-        if mid:
-            self._own.put(mid, session_key)
+        self.note_sent(mid, session_key)
         return mid
 
     async def send_text(self, session_key: str, body: str, quote: str = "", at: str = "") -> bool:

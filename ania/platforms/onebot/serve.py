@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ania.engine import Engine
 from ania.entry import MessageEntry
@@ -23,14 +23,29 @@ log = logging.getLogger(__name__)
 Ready = Callable[[MessageEntry, Callable[[], bool] | None], None]
 
 
-async def run_serve(engine: Engine, stop: asyncio.Event | None = None, ready: Ready | None = None) -> None:
-    stop = stop or asyncio.Event()
+@contextlib.contextmanager
+def stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set `stop` while inside (a server shuts down cleanly on either)."""
     loop = asyncio.get_running_loop()
     installed = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
             installed.append(sig)
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+
+async def run_serve(engine: Engine, stop: asyncio.Event | None = None, ready: Ready | None = None) -> None:
+    stop = stop or asyncio.Event()
+    with stop_on_signals(stop):
+        await _serve(engine, stop, ready)
+
+
+async def _serve(engine: Engine, stop: asyncio.Event, ready: Ready | None) -> None:
     adapter = OneBotAdapter(engine)
     await adapter.start()
     if ready is not None:
@@ -45,5 +60,3 @@ async def run_serve(engine: Engine, stop: asyncio.Event | None = None, ready: Re
     finally:
         await engine.services.clock.stop()
         await adapter.stop()
-        for sig in installed:
-            loop.remove_signal_handler(sig)
