@@ -25,12 +25,16 @@ def need_server(what: str, why: str) -> None:
     pytest.skip(why)
 
 
+def need_postgres(why: str) -> None:
+    need_server("Postgres", why)
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[LocalPostgres]:
     try:
         server = LocalPostgres({"fsync": "off", "synchronous_commit": "off"}).start()
     except PostgresUnavailable as e:
-        need_server("Postgres", str(e))
+        need_postgres(str(e))
     yield server
     server.stop()
 
