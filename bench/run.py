@@ -10,7 +10,7 @@ Flags are passed to each benchmark (each ignores the ones it does not know): `--
 bench_team, `--tasks 1000 --due 200 --window 20` for bench_clock, `--ops-turns 300 --ops-long 1000` for
 bench_ops, `--recall-sizes 1000,10000 --recall-turns 40` for bench_recall, `--panel-rows 100000
 --panel-sessions 10000` for bench_panel_data, `--large` (adds 100,000 chunks, long to build) for
-bench_knowledge_scale.
+bench_knowledge_scale, `--queue-jobs 2000 --queue-keys 50 --queue-repeats 3` for bench_queue.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-BENCHES = ("bench.bench_loop", "bench.bench_storage", "bench.bench_postgres", "bench.bench_gate", "bench.bench_throughput",
-           "bench.bench_startup", "bench.bench_team", "bench.bench_clock", "bench.bench_ops")
+BENCHES = ("bench.bench_loop", "bench.bench_storage", "bench.bench_postgres", "bench.bench_queue", "bench.bench_gate",
+           "bench.bench_throughput", "bench.bench_startup", "bench.bench_team", "bench.bench_clock", "bench.bench_ops")
 OPTIONAL = ("bench.bench_mcp", "bench.bench_knowledge", "bench.bench_knowledge_scale", "bench.bench_recall",
             "bench.bench_onebot", "bench.bench_panel", "bench.bench_panel_data", "bench.bench_store",
             "bench.bench_signals", "bench.bench_cluster")

@@ -18,10 +18,15 @@ import pytest
 from ania.localservers.postgres import LocalPostgres, PostgresUnavailable
 
 
-def need_postgres(why: str) -> None:
+def need_server(what: str, why: str) -> None:
+    """Skip a test that cannot have its `what` server, or fail it in CI (CI=true), where .ci/run installs it."""
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"the Postgres tests need a server in CI: {why}")
+        pytest.fail(f"the {what} tests need a server in CI: {why}")
     pytest.skip(why)
+
+
+def need_postgres(why: str) -> None:
+    need_server("Postgres", why)
 
 
 @pytest.fixture(scope="session")

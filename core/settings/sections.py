@@ -199,7 +199,8 @@ class KnowledgeSettings(BaseModel):
 
     enable: bool = Field(True, description="Offer the knowledge base and long-term memory tools (kb_*, memory_*)")
     chroma_url: str = Field(
-        "", description="Chroma server URL (e.g. http://127.0.0.1:8000); empty = embedded store in <data dir>/chroma"
+        "", description="Chroma server URL (e.g. http://127.0.0.1:8000, http://user:pw@host/?database=bot1); "
+        "empty = embedded store in <data dir>/chroma"
     )
     max_docs: int = Field(200, ge=1, description="Documents per knowledge base scope (a session, or global)")
     max_doc_runes: int = Field(1_000_000, ge=1, description="Longest document kb_add or `ania kb add` accepts")

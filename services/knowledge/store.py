@@ -30,13 +30,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlparse
 
 import numpy as np
 
 from core.errors import ToolError
 from services.knowledge.changes import StampCache
 from services.knowledge.index import Chunk
+from services.knowledge.server import ChromaServer, redact
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ STORE_GONE = ("The knowledge store folder {path} was deleted while the bot was r
               "The next call starts a new, empty store there.")
 STORE_BROKEN = ("The knowledge store cannot be used ({detail}). It may be damaged or unreachable: an operator "
                 "should check {where} (stop the bot, move a damaged folder away, restart). Nothing was changed.")
+SERVER_BROKEN = ("The knowledge store cannot be used ({detail}). The Chroma server at {where} is down or unreachable: "
+                 "an operator should check that it runs. Nothing was changed; try again once it is back.")
 
 
 class StoreError(ToolError):
@@ -94,7 +96,8 @@ class ChromaStore:
 
     @property
     def where(self) -> str:
-        return self.url or str(self.path)
+        """The folder, or the server's URL without its credentials (what errors and logs show)."""
+        return redact(self.url) if self.url else str(self.path)
 
     def run(self, fn: Callable[[], T]) -> T:
         """Run `fn` against the open store; every Chroma failure comes out as a StoreError."""
@@ -102,12 +105,17 @@ class ChromaStore:
             self._check_folder()
             try:
                 return fn()
-            except StoreError:
+            except ToolError:  # a StoreError, or a chroma_url that is not an address
                 raise
             except Exception as e:
-                log.warning("knowledge store failed", exc_info=True)
                 detail = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-                raise StoreError(STORE_BROKEN.format(detail=detail, where=self.where)) from None
+                log.warning("knowledge store at %s failed: %s", self.where, detail)  # one line: no traceback for
+                log.debug("knowledge store failure", exc_info=True)                 # an operator's terminal
+                if self.url:  # the server may come back (or be another one): the next call asks it afresh
+                    self._client = None
+                    self._collections.clear()
+                broken = SERVER_BROKEN if self.url else STORE_BROKEN
+                raise StoreError(broken.format(detail=detail, where=self.where)) from None
 
     def _check_folder(self) -> None:
         if self.url or self._client is None or (self.path / "chroma.sqlite3").exists():
@@ -132,9 +140,7 @@ class ChromaStore:
 
             settings = ChromaSettings(anonymized_telemetry=False)
             if self.url:
-                u = urlparse(self.url)
-                self._client = chromadb.HttpClient(host=u.hostname or "127.0.0.1", port=u.port or 8000,
-                                                   ssl=u.scheme == "https", settings=settings)
+                self._client = ChromaServer.parse(self.url).client(settings)
             else:
                 self.path.mkdir(parents=True, exist_ok=True)
                 self._client = chromadb.PersistentClient(path=str(self.path), settings=settings)
