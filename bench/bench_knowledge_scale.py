@@ -93,11 +93,11 @@ def peer_query(col: Any, query: str) -> list[str]:
     return list(got["documents"])
 
 
-def cpu_seconds(children: bool) -> float:
-    """CPU seconds of this process, and with `children` of its living children (ours: the keyword index's
-    worker; the peer has none, and a child's CPU is never counted as the peer's)."""
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its living children (the keyword index's worker)."""
+    me = psutil.Process()
     used = time.process_time()
-    for child in psutil.Process().children(recursive=True) if children else []:
+    for child in me.children(recursive=True):
         try:
             t = child.cpu_times()
         except psutil.Error:
@@ -106,14 +106,11 @@ def cpu_seconds(children: bool) -> float:
     return used
 
 
-async def ingest(root: Path, docs: list[tuple[str, str]],
-                 in_process: bool = False) -> tuple[dict[str, float], dict[str, float], float, int]:
+async def ingest(root: Path, docs: list[tuple[str, str]]) -> tuple[dict[str, float], dict[str, float], float, int]:
     """Wall and CPU seconds (CPU: this process and its children) for ours and the peer over the same
     documents, alternating (each goes first every other document), the wall seconds of ours spent in the
     keyword index's part of an add, and our chunk count."""
     svc = KnowledgeService(settings(None), root / "ours")
-    if in_process:  # the index's part after the store's write, in this process (as before the worker)
-        svc.kb.worker = None
     col = peer_collection(root / "peer")
     chunker = splitter()
     await svc.add_document("g:warm", "warm", "warm up the store")  # opening Chroma is not ingest, either side
@@ -136,10 +133,10 @@ async def ingest(root: Path, docs: list[tuple[str, str]],
 
     for i, (title, text) in enumerate(docs):
         for side in ("ours", "peer") if i % 2 == 0 else ("peer", "ours"):
-            t, c = time.perf_counter(), cpu_seconds(side == "ours")
+            t, c = time.perf_counter(), cpu_seconds()
             await (ours(title, text) if side == "ours" else peer(i, title, text))
             times[side] += time.perf_counter() - t
-            cpu[side] += cpu_seconds(side == "ours") - c
+            cpu[side] += cpu_seconds() - c
     index = svc.kb.index.add_seconds - index_before
     await svc.aclose()
     return times, cpu, index, chunks
@@ -207,8 +204,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--large", action="store_true", help="add 100,000 chunks (long to build)")
     p.add_argument("--sizes", type=_sizes, help="chunk counts, comma-separated, e.g. 1000,10000 (overrides both)")
     p.add_argument("--langs", type=_langs, default=["zh", "en"], help="corpora, comma-separated (default zh,en)")
-    p.add_argument("--in-process", action="store_true",
-                   help="index in this process after the store's write, not in the index's worker beside it")
     p.add_argument("--probe", nargs=4, metavar=("SIDE", "FOLDER", "LANG", "COUNT"), help=argparse.SUPPRESS)
     args, _ = p.parse_known_args(argv)
     if args.sizes is None:
@@ -245,7 +240,7 @@ async def run(args: argparse.Namespace) -> None:
         for lang in args.langs:
             with tempfile.TemporaryDirectory() as tmp:
                 root = Path(tmp)
-                wall, cpu, index_s, chunks = await ingest(root, documents(lang, n), args.in_process)
+                wall, cpu, index_s, chunks = await ingest(root, documents(lang, n))
                 disk = disk_mb(root / "ours" / INDEX_DIR)
                 ours = run_probe("ours", root, lang)
                 peer = run_probe("peer", root, lang, SEARCHES if n < LARGE else PEER_LARGE)

@@ -24,7 +24,6 @@ from services.knowledge.embedder import Embedder
 from services.knowledge.index import Chunk, IndexReset, KeywordIndex
 from services.knowledge.store import ChromaStore, DocInfo, StoreError
 from services.knowledge.text import normalize
-from services.knowledge.worker import IndexWorker
 
 T = TypeVar("T")
 #: Candidates each side (keyword, vector) brings before the final ranking.
@@ -56,15 +55,12 @@ def digest(title: str, content: str) -> str:
 
 
 class ChunkBase:
-    def __init__(self, name: str, prefix: str, store: ChromaStore, index: KeywordIndex, embedder: Embedder,
-                 worker: IndexWorker | None = None) -> None:
+    def __init__(self, name: str, prefix: str, store: ChromaStore, index: KeywordIndex, embedder: Embedder) -> None:
         self.name = name
         self.prefix = prefix
         self.store = store
         self.index = index
         self.embedder = embedder
-        #: Where a document's terms are worked out and inserted beside the store's write (None: after it, here).
-        self.worker = worker
         self._write = asyncio.Lock()
 
     async def _run(self, fn: Callable[[], T]) -> T:
@@ -91,13 +87,8 @@ class ChunkBase:
                 with contextlib.suppress(IndexReset):  # a replaced file: the scope's next search rebuilds it
                     self._current([scope])  # a scope new to the index enters it now: its first search finds it built
                 mark = self.index.begin(scope)
-                def store_write() -> str:
-                    return self.store.add_chunks(self.name, chunks, meta)
-
-                if self.worker is None:
-                    self.index.add(scope, chunks, mark, store_write())
-                else:  # the index's part beside the store's write, in the worker process
-                    self.worker.add(self.index, scope, chunks, mark, store_write)
+                stamp = self.store.add_chunks(self.name, chunks, meta)
+                self.index.add(scope, chunks, mark, stamp)
                 return vectors is not None and self._try_vectors(chunks, vectors)
 
             stored = await self._run(write)

@@ -71,11 +71,9 @@ class IndexReset(Exception):
 
 
 class KeywordIndex:
-    def __init__(self, analyzer: Analyzer, path: Path, *, repair: bool = True) -> None:
+    def __init__(self, analyzer: Analyzer, path: Path) -> None:
         self.analyzer = analyzer
         self.path = path
-        #: Whether a damaged or foreign file is replaced (the bot's process); the index's worker only reports it.
-        self.repair = repair
         #: Scopes rebuilt from the store's chunks by this process (a test's window on "did it rebuild").
         self.rebuilds = 0
         #: Seconds this process spent in `add` (terms and writes): what ingest pays for the index (a benchmark's).
@@ -113,8 +111,6 @@ class KeywordIndex:
         return db
 
     def _discard(self, why: str) -> None:
-        if not self.repair:
-            raise sqlite3.DatabaseError(f"keyword index file {self.path}: {why}")
         log.warning("keyword index file %s: %s; replacing it, its scopes are rebuilt from the knowledge store",
                     self.path, why)
         for suffix in ("", "-wal", "-shm"):
@@ -195,36 +191,6 @@ class KeywordIndex:
 
         self._write(write)
         self.add_seconds += time.perf_counter() - start
-
-    def stage(self, scope: str, chunks: Sequence[Chunk], mark: str | None) -> int | None:
-        """`add`'s work up to its commit, in a transaction left open (the index's worker process,
-        services/knowledge/worker.py, runs it beside the store's write); `settle` ends it. The scope's table
-        number, or None when the mark is gone (the scope is dropped then, as `add` does)."""
-        prepared = self._prepare(chunks)
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            n = self._marked(scope, mark, mark or "")  # the store's stamp is set by `settle`, once it is known
-            if n is not None:
-                self._insert(n, prepared)
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        return n
-
-    def settle(self, n: int | None, stamp: str | None) -> None:
-        """End what `stage` began: commit with the store's new `stamp`, or roll back when it is None (the
-        store's write failed: the scope keeps its mark and is rebuilt at its next search)."""
-        if stamp is None:
-            self._db.execute("ROLLBACK")
-            return
-        try:
-            if n is not None:
-                self._db.execute("UPDATE scopes SET stamp = ? WHERE n = ?", (stamp, n))
-            self._db.execute("COMMIT")
-        except BaseException:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise
 
     def remove(self, scope: str, doc_id: str, mark: str | None, new_stamp: str) -> None:
         def write() -> None:

@@ -18,7 +18,6 @@ from services.knowledge.embedder import Embedder
 from services.knowledge.index import KeywordIndex
 from services.knowledge.store import ChromaStore, DocInfo
 from services.knowledge.text import Analyzer, Mode, runes, split, splitter
-from services.knowledge.worker import IndexWorker
 
 GLOBAL = "global"
 #: The keyword indexes' folder in the data directory (one SQLite file per base; a cache of the store).
@@ -57,8 +56,7 @@ class KnowledgeService:
         self.embedder = Embedder(settings.embedding)
         analyzer = Analyzer(mode)
         index = data_dir / INDEX_DIR
-        self.kb = ChunkBase("kb", "d", self.store, KeywordIndex(analyzer, index / "kb.sqlite3"), self.embedder,
-                            IndexWorker(index / "kb.sqlite3", mode))  # a memory is one chunk: no worker
+        self.kb = ChunkBase("kb", "d", self.store, KeywordIndex(analyzer, index / "kb.sqlite3"), self.embedder)
         self.memory = ChunkBase("memory", "m", self.store, KeywordIndex(analyzer, index / "memory.sqlite3"),
                                 self.embedder)
         self._chunker = splitter()
@@ -158,8 +156,6 @@ class KnowledgeService:
 
     async def aclose(self) -> None:
         await self.embedder.aclose()
-        if self.kb.worker is not None:
-            self.kb.worker.close()
         self.kb.index.close()
         self.memory.index.close()
         self.store.close()
