@@ -53,3 +53,18 @@ def test_only_stop_words_or_emoji_give_no_terms():
 
 def test_normal_form_ignores_case_width_and_spacing():
     assert normalize("Ｈｅｌｌｏ   World\n") == normalize("hello world")
+
+
+def test_a_word_gives_the_same_term_from_the_cache_ascii_or_not_and_the_cache_stays_bounded(monkeypatch):
+    from services.knowledge import text as text_module
+
+    monkeypatch.setattr(text_module, "WORD_CACHE", 4)
+    analyzer = Analyzer()
+    english = "The members were warned twice; running flooding spam gets them removed by admins."
+    first = analyzer.terms(english)
+    assert first == ["member", "warn", "twice", "run", "flood", "spam", "get", "remov", "admin"]
+    assert len(analyzer._word_terms) <= 4  # cleared when full, never larger
+    assert analyzer.terms(english) == first  # the same terms again, partly from the cache
+    # text with CJK takes the other path: its English words get the same terms
+    assert analyzer.terms(english + " 刷屏") == [*first, "刷屏", "刷", "屏"]
+    assert analyzer.terms("ＦＵＬＬ　ｗｉｄｔｈ the") == ["full", "width"]  # NFKC first, then all-ASCII

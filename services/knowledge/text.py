@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from itertools import filterfalse
 from typing import Literal
 
 import Stemmer
@@ -43,6 +44,9 @@ _STOP_TEXT = """a about an and are as at be been but by can could did do does fo
     什么 怎么 怎样 如何 为什么 为何 哪 哪里 哪儿 哪些 哪个 谁 几 多少 请 请问 一下 一个 有 没有 没 不 要 会
     能 可以 可 想 让 把 被 给 对 从 向 到 上 下 中 里 个 些 吗 么 一 是不是 有没有 呗 啦"""
 STOP_WORDS = frozenset(_STOP_TEXT.split())
+#: Pairs the grams analyzers leave out: two-character stop words, and two stop characters side by side.
+_DROP_PAIRS = frozenset([w for w in STOP_WORDS if len(w) == 2]
+                        + [a + b for a in STOP_WORDS if len(a) == 1 for b in STOP_WORDS if len(b) == 1])
 
 
 def normalize(text: str) -> str:
@@ -74,6 +78,19 @@ def _stem(word: str) -> str:
 
 
 _STEMMER = Stemmer.Stemmer("english")
+#: Words whose terms an analyzer keeps at hand (a vocabulary's worth; cleared when full).
+WORD_CACHE = 65536
+
+
+class _WordTerms(dict[str, str]):
+    """A word's term ("" for a stop word), remembered: an English chunk has some 70 words, each looked up
+    here in C (`map`) instead of a Python call per word; at most `WORD_CACHE` words are kept."""
+
+    def __missing__(self, word: str) -> str:
+        if len(self) >= WORD_CACHE:
+            self.clear()
+        term = self[word] = "" if word in STOP_WORDS else _stem(word) if word.isascii() and word.isalpha() else word
+        return term
 
 
 class Analyzer:
@@ -81,6 +98,7 @@ class Analyzer:
 
     def __init__(self, mode: Mode = "grams") -> None:
         self.mode: Mode = mode
+        self._word_terms = _WordTerms()
         if mode == "words":
             import rjieba  # loads its dictionary (~0.2 s): only when this analyzer is chosen
 
@@ -94,34 +112,35 @@ class Analyzer:
         """Unique terms of a query in first-seen order, at most MAX_QUERY_TERMS."""
         return list(dict.fromkeys(self.terms(text)))[:MAX_QUERY_TERMS]
 
-    @staticmethod
-    def _word(token: str) -> str | None:
-        if token in STOP_WORDS:
-            return None
-        return _stem(token) if token.isascii() and token.isalpha() else token
-
     def _words(self, text: str) -> list[str]:
-        out = []
-        for piece in self._cut(text):
+        out: list[str] = []
+        words = self._word_terms
+        for piece in self._cut(text):  # a piece is a word or two: a loop costs less here than map's set-up
             for token in _TOKEN.findall(piece):
-                term = self._word(token)
+                term = words[token]
                 if term:
                     out.append(term)
         return out
 
     def _grams(self, text: str, unigrams: bool) -> list[str]:
+        """Each CJK run's pairs, then its characters, leaving out stop words (a pair of two stop characters
+        too); the pairs and filters run in C (`map`, `filterfalse`): ~780 terms a Chinese chunk, made at every
+        add, where a generator with a test per pair cost a quarter more."""
+        words = self._word_terms
+        if text.isascii():  # no CJK: its words only, looked up in C
+            return list(filter(None, map(words.__getitem__, _TOKEN.findall(text))))
         out: list[str] = []
+        extend = out.extend
         for run in _CJK_OR_WORD.findall(text):
             if not _IS_CJK.match(run):
-                term = self._word(run)
+                term = words[run]
                 if term:
                     out.append(term)
             elif len(run) == 1:
                 if run not in STOP_WORDS:
                     out.append(run)
             else:
-                pairs = (run[i : i + 2] for i in range(len(run) - 1))
-                out.extend(p for p in pairs if p not in STOP_WORDS and not (p[0] in STOP_WORDS and p[1] in STOP_WORDS))
+                extend(filterfalse(_DROP_PAIRS.__contains__, map(str.__add__, run, run[1:])))
                 if unigrams:
-                    out.extend(ch for ch in run if ch not in STOP_WORDS)
+                    extend(filterfalse(STOP_WORDS.__contains__, run))
         return out
