@@ -36,6 +36,7 @@ from typing import Any
 
 from ania.fakes.openai_server import Reply, ScriptedOpenAI, Stall, Step
 from ania.localservers.postgres import LocalPostgres
+from bench.bench_onebot import conversation, reply_latencies
 from tests.cluster_helpers import Cluster
 from tests.onebot_fake import FakeOneBot, at, text
 from tests.test_serve import BOT, ROOT
@@ -127,23 +128,11 @@ async def load(name: str, workers: int, db_url: str, model: Endpoint, root: Path
         fake.sent.clear()
         fake.sent_at.clear()
         pushed: dict[int, float] = {}
-
-        async def conversation(g: int) -> None:
-            answered = fake.sent_to.setdefault(f"g:{g}", asyncio.Event())
-            for i in range(messages):
-                answered.clear()
-                mid = await fake.group_message(g, 100 + g, [at(BOT), text(f" message {i}")])
-                pushed[mid] = time.monotonic()
-                await answered.wait()
-
         t0 = time.monotonic()
-        await asyncio.wait_for(asyncio.gather(*(conversation(1000 + g) for g in range(groups))), 600)
+        await asyncio.wait_for(asyncio.gather(*(conversation(fake, 1000 + g, messages, pushed)
+                                                for g in range(groups))), 600)
         wall = time.monotonic() - t0
-        latencies = []
-        for sent, at_time in zip(fake.sent, fake.sent_at, strict=True):
-            quoted = next((s["data"]["id"] for s in sent["message"] if s["type"] == "reply"), None)
-            if quoted is not None and int(quoted) in pushed:
-                latencies.append(at_time - pushed[int(quoted)])
+        latencies = reply_latencies(fake, pushed)
     finally:
         await cluster.close()
         await fake.close()

@@ -21,14 +21,7 @@ from typing import Any
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from ania.platforms.onebot.connection import (
-    MAX_FRAME,
-    Connection,
-    OneBotError,
-    check_request,
-    is_loopback,
-    parse_listen,
-)
+from ania.platforms.onebot.connection import MAX_FRAME, Connection, OneBotError, check_request, guarded_listen
 from ania.platforms.onebot.outbound import Outbound
 from core.errors import ConfigError
 from core.settings.cluster import ClusterSettings
@@ -40,15 +33,8 @@ SENDS = {"send_group_msg": "g", "send_private_msg": "f"}
 
 
 def relay_address(settings: ClusterSettings) -> tuple[str, int]:
-    try:
-        host, port = parse_listen(settings.relay_listen)
-    except ValueError as e:
-        raise ConfigError(f"cluster.relay_listen: {e}") from None
-    if not settings.relay_token and not is_loopback(host):
-        raise ConfigError(f"cluster.relay_listen {settings.relay_listen!r} is reachable from other machines and "
-                          "cluster.relay_token is empty: set cluster.relay_token (the same in every worker) or "
-                          "listen on 127.0.0.1")
-    return host, port
+    return guarded_listen(settings.relay_listen, settings.relay_token, "cluster.relay_listen", "cluster.relay_token",
+                          "the same in every worker")
 
 
 class Relay:

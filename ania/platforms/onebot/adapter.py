@@ -26,7 +26,7 @@ from websockets.uri import parse_uri
 from ania.engine import Engine
 from ania.entry import MessageEntry
 from ania.platforms.onebot.bridge import OneBotBridge
-from ania.platforms.onebot.connection import Connection, close_quietly, dial_forever, is_loopback, listen, parse_listen
+from ania.platforms.onebot.connection import Connection, close_quietly, dial_forever, guarded_listen, listen
 from ania.platforms.onebot.events import Incoming, allowed, chat_of, parse_event, strip_prefix
 from ania.platforms.onebot.outbound import Outbound
 from core.errors import ConfigError
@@ -100,14 +100,8 @@ class OneBotAdapter:
         s = self.settings
         if not s.listen:
             return "", 0
-        try:
-            host, port = parse_listen(s.listen)
-        except ValueError as e:
-            raise ConfigError(f"onebot.listen {s.listen!r}: {e}") from None
-        if not s.access_token and not is_loopback(host):
-            raise ConfigError(f"onebot.listen {s.listen!r} is reachable from other machines and onebot.access_token "
-                              "is empty: set onebot.access_token (ANIA_ONEBOT__ACCESS_TOKEN; the same token in the "
-                              "OneBot implementation) or listen on 127.0.0.1")
+        host, port = guarded_listen(s.listen, s.access_token, "onebot.listen", "onebot.access_token",
+                                    "ANIA_ONEBOT__ACCESS_TOKEN; the same token in the OneBot implementation")
         if not s.access_token:
             log.warning("OneBot: onebot.listen %s has no onebot.access_token: any program on this machine can "
                         "connect as the QQ implementation and claim to be an admin; set a token", s.listen)

@@ -41,6 +41,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 from websockets.http11 import Request, Response
 
+from core.errors import ConfigError
+
 log = logging.getLogger(__name__)
 
 EventHandler = Callable[[dict[str, Any]], Awaitable[None]]
@@ -342,6 +344,19 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def guarded_listen(value: str, token: str, setting: str, token_setting: str, how: str) -> tuple[str, int]:
+    """host and port of a listener whose clients speak for the bot: a ConfigError for a value that is not
+    host:port, and for an address other machines reach without a token (`how`: where else the token goes)."""
+    try:
+        host, port = parse_listen(value)
+    except ValueError as e:
+        raise ConfigError(f"{setting} {value!r}: {e}") from None
+    if not token and not is_loopback(host):
+        raise ConfigError(f"{setting} {value!r} is reachable from other machines and {token_setting} is empty: set "
+                          f"{token_setting} ({how}) or listen on 127.0.0.1")
+    return host, port
 
 
 def parse_listen(value: str) -> tuple[str, int]:
