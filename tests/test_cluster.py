@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ania.fakes.openai_server import Reply, Stall
+from ania.fakes.openai_server import Reply, ScriptedOpenAI, Stall
 from tests.cluster_helpers import Cluster
 from tests.onebot_fake import FakeOneBot, at, text
 from tests.pg_helpers import pg_url, postgres_server  # noqa: F401 - fixtures
@@ -76,6 +76,21 @@ async def test_forty_messages_over_ten_groups_are_answered_in_order_once(scripte
         await fake.close()
 
 
+async def hung_turn_with_one_waiting(fake: FakeOneBot, cluster: Cluster, llm: ScriptedOpenAI, group: int,
+                                     second_text: str) -> tuple[int, int, int]:
+    """A turn hanging in its model call with a second message waiting behind it; the model then answers
+    "answered by the other worker". Returns (the first message's id, the worker running it, the second's id)."""
+    llm.script([Stall(120)])
+    first = await fake.group_message(group, 42, [at(BOT), text(" first")])
+    await fake.wait_for(lambda: llm.requests, timeout=60)  # the stall is taken: its turn hangs
+    (pid,), = cluster.rows("SELECT pid FROM query_log WHERE status = 'running'")
+    second = await fake.group_message(group, 43, [at(BOT), text(second_text)])
+    await fake.wait_for(lambda: cluster.rows("SELECT COUNT(*) FROM inbox") == [(1,)], timeout=30)
+    llm.reset()
+    llm.script([Reply("answered by the other worker")])
+    return first, pid, second
+
+
 async def test_a_worker_killed_mid_turn_leaves_its_chat_to_the_other(scripted_llm, tmp_path, pg_url) -> None:  # noqa: F811
     from ania.cluster.sweep import INTERRUPTED
 
@@ -83,14 +98,8 @@ async def test_a_worker_killed_mid_turn_leaves_its_chat_to_the_other(scripted_ll
     cluster = await Cluster(scripted_llm, tmp_path, pg_url, fake.url).start(workers=2)
     try:
         await up(fake, cluster)
-        scripted_llm.script([Stall(120)])  # the first turn hangs in the model call
-        first = await fake.group_message(7, 42, [at(BOT), text(" first")])
-        await fake.wait_for(lambda: scripted_llm.requests, timeout=60)  # the stall is taken: its turn hangs
-        (pid,), = cluster.rows("SELECT pid FROM query_log WHERE status = 'running'")
-        second = await fake.group_message(7, 43, [at(BOT), text(" second, waiting behind it")])
-        await fake.wait_for(lambda: cluster.rows("SELECT COUNT(*) FROM inbox") == [(1,)], timeout=30)
-        scripted_llm.reset()
-        scripted_llm.script([Reply("answered by the other worker")])
+        first, pid, second = await hung_turn_with_one_waiting(fake, cluster, scripted_llm, 7,
+                                                              " second, waiting behind it")
         os.kill(pid, signal.SIGKILL)
         killed = time.monotonic()
         await fake.wait_for(lambda: "answered by the other worker" in fake.texts("g:7"), timeout=60)
@@ -160,14 +169,7 @@ async def test_a_worker_stopped_with_sigterm_hands_its_chat_over(scripted_llm, t
         workers=2, ANIA_ONEBOT__SHUTDOWN_GRACE_SEC="1")
     try:
         await up(fake, cluster)
-        scripted_llm.script([Stall(120)])
-        first = await fake.group_message(9, 42, [at(BOT), text(" first")])
-        await fake.wait_for(lambda: scripted_llm.requests, timeout=60)  # the stall is taken: its turn hangs
-        (pid,), = cluster.rows("SELECT pid FROM query_log WHERE status = 'running'")
-        second = await fake.group_message(9, 43, [at(BOT), text(" second")])
-        await fake.wait_for(lambda: cluster.rows("SELECT COUNT(*) FROM inbox") == [(1,)], timeout=30)
-        scripted_llm.reset()
-        scripted_llm.script([Reply("answered by the other worker")])
+        first, pid, second = await hung_turn_with_one_waiting(fake, cluster, scripted_llm, 9, " second")
         worker = next(w for w in cluster.workers if w.pid == pid)
         worker.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(worker.wait(), 60) == 0, cluster.log(f"worker{cluster.workers.index(worker)}")
