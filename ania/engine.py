@@ -123,9 +123,11 @@ class Engine:
         except Exception:
             log.exception("reboot failed; starting again with the previous settings")
             self.services, self.graph, self._stack = await _build(old.paths, old.settings, options)
+            self.services.config.shared.carry_over(old.config.shared)
             if clock_was_running:
                 await self.services.clock.start()
             raise
+        self.services.config.shared.carry_over(old.config.shared)  # which config files this process synced
         if clock_was_running:
             await self.services.clock.start()
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 
 import pytest
 
 from ania.fakes.openai_server import Calls, Reply, Stall
+from services.files import atomic_write_text
 from tests.cluster_helpers import Cluster
 from tests.onebot_fake import FakeOneBot, at, text
 from tests.pg_helpers import pg_url, postgres_server  # noqa: F401 - fixtures
@@ -74,6 +76,54 @@ async def test_stop_at_the_gateway_stops_the_workers_turn_and_what_waits(scripte
         rows = dict(cluster.rows("SELECT message_ids, status FROM query_log WHERE session = 'g:5'"))
         assert rows == {f'["{first}"]': "stopped", f'["{second}"]': "stopped", f'["{third}"]': "stopped"}
         assert cluster.rows("SELECT COUNT(*) FROM inbox") == [(0,)]
+    finally:
+        await cluster.close()
+        await fake.close()
+
+
+async def test_a_hand_edit_of_the_gateways_config_reaches_the_workers_and_an_invalid_one_stops_at_its_reboot(
+        scripted_llm, tmp_path, pg_url) -> None:  # noqa: F811
+    """The gateway's `config/` is the cluster's: a file edited there by hand reaches every worker within
+    seconds and applies at /reboot; a hand edit that is not valid stays on the gateway, whose /reboot says
+    why, and the workers neither get it nor restart."""
+    fake = await FakeOneBot(self_id=BOT).serve()
+    cluster = await Cluster(scripted_llm, tmp_path, pg_url, fake.url, own_config=True).start(
+        workers=2, ANIA_BOT__ADMINS=ADMINS)
+    try:
+        await up(fake, cluster)
+        mine = tmp_path / "config-gateway" / "ania.toml"
+        atomic_write_text(mine, '[bot]\nsystem_prompt = "Speak like a pirate."\n')  # as editors save
+        copies = [tmp_path / f"config-worker{i}" / "ania.toml" for i in range(2)]
+
+        async def until(what: str, predicate: Callable[[], bool], timeout: float = 60) -> None:
+            try:
+                await fake.wait_for(predicate, timeout=timeout)
+            except AssertionError:
+                logs = {n: cluster.log(n)[-1500:] for n in ("gateway", "worker0", "worker1")}
+                raise AssertionError(f"{what}: {fake.texts('f:1')} {logs}") from None
+
+        await until("copies", lambda: all(p.exists() and "pirate" in p.read_text() for p in copies))
+        await fake.private_message(1, "/reboot")
+        await until("restarted", lambda: any(t.startswith("Restarted") for t in fake.texts("f:1")))
+        for i in range(2):
+            await until(f"worker{i} restarting", lambda i=i: "restarting" in cluster.log(f"worker{i}"))
+
+        atomic_write_text(mine, "[bot\nsystem_prompt = ")  # not TOML
+        await asyncio.sleep(3.0)  # past the gateway's watch: it is not published
+        assert all("pirate" in p.read_text() for p in copies)
+        await fake.private_message(1, "/reboot")
+        await until("not restarted", lambda: any(t.startswith("Not restarted") for t in fake.texts("f:1")))
+        assert "not valid TOML" in next(t for t in fake.texts("f:1") if t.startswith("Not restarted"))
+        await asyncio.sleep(3.0)
+        assert [cluster.log(f"worker{i}").count("restarting") for i in range(2)] == [1, 1]
+        assert "is not valid, so the workers keep the previous one" in cluster.log("gateway")
+
+        scripted_llm.reset()
+        scripted_llm.script([Reply("arr"), Reply("arr")])
+        for group in (6, 7):  # whichever worker answers, it still has the edit that was valid
+            await fake.group_message(group, 42, [at(BOT), text(" hello")])
+        await until("two answers", lambda: len(scripted_llm.requests) == 2)
+        assert all("Speak like a pirate." in r.messages[0]["content"] for r in scripted_llm.requests)
     finally:
         await cluster.close()
         await fake.close()

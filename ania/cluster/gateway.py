@@ -107,10 +107,15 @@ class GatewayEntry(MessageEntry):
                        held.runs_others + here.runs_others).text()
 
     async def restart(self, session_key: str, actor: str) -> str:
-        self.engine.services.config.shared.pull()
+        """The workers restart only when the gateway did, on new settings: settings it refused (a file edited
+        by hand into invalid TOML) or could not build stop at the gateway, whose answer says why, and the
+        workers keep theirs."""
+        before = self.engine.services
+        before.config.shared.pull(local_wins=True)  # hand edits here are the cluster's; the chat's from workers
         said = await super().restart(session_key, actor)
-        generation = self.engine.services.config.shared.bump()  # the rebuilt services'
-        log.info("config: /reboot reaches the workers (generation %d)", generation)
+        if self.engine.services.settings is not before.settings:  # a failed rebuild is back on the same object
+            generation = self.engine.services.config.shared.bump()  # the rebuilt services'
+            log.info("config: /reboot reaches the workers (generation %d)", generation)
         return said
 
 

@@ -47,7 +47,7 @@ async def run_gateway(engine: Engine, stop: asyncio.Event, ready: Ready | None =
             shared = engine.services.config.shared.publish_all()  # the gateway's config/ is the cluster's
             log.info("cluster: %s shared with the workers", ", ".join(shared) or "no configuration file")
             tasks = [asyncio.create_task(Sweep(lambda: engine.services, app, adapter.out.send_text).run()),
-                     asyncio.create_task(ConfigWatch(engine).run())]
+                     asyncio.create_task(ConfigWatch(engine, local_wins=True).run())]
             if ready is not None:
                 ready(adapter.entry, lambda: adapter.conn.connected)
             log.info("ania serve --role gateway: messages go to the workers; Ctrl-C or SIGTERM stops")

@@ -172,7 +172,10 @@ async def run_worker(engine: Engine, stop: asyncio.Event) -> None:
     jobs = ChatJobs(engine, platform, app)
     app.task(name=CHAT_TASK, queue=QUEUE)(jobs.answer)
     if engine.services.config.shared.pull():  # the cluster's configuration, as the gateway and the chat left it
-        await engine.reboot()
+        try:
+            await engine.reboot()
+        except Exception:  # noqa: BLE001 - Engine.reboot went back to the settings it started with and logged why
+            log.error("the worker goes on with the settings it started with")
     watch = asyncio.create_task(ConfigWatch(engine, jobs.reboot).run())
     await platform.start()
     try:
