@@ -98,11 +98,12 @@ class GatewayEntry(MessageEntry):
         self.flow = self.gateway_flow = GatewayFlow(engine, bridge_for, app)
 
     async def _stop_command(self, session_key: str, user_id: str) -> str:
+        # The waiting messages first: once the running turn stops, the chat's next job would take them.
+        dropped, others = self.gateway_flow.drop_waiting(session_key, user_id)
         here = await self.flow.chats.stop_here(session_key, user_id)  # a /clock run started on the gateway
         answer = await self.engine.services.signals.request(STOP, {"session": session_key, "user": user_id},
                                                             wait_sec=WAIT_SEC)
         held = Stopped.of(answer) if answer is not None else Stopped()
-        dropped, others = self.gateway_flow.drop_waiting(session_key, user_id)
         return Stopped(held.messages + dropped, held.messages_others + others, held.runs + here.runs,
                        held.runs_others + here.runs_others).text()
 
