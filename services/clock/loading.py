@@ -96,7 +96,9 @@ class TaskLoader:
         if late.missed and late.first_missed is not None:
             await self._missed(task, schedule, late.first_missed, late.last_missed, late.missed, late.at_least)
         if late.upcoming is not None or (late.at_least and self._book.next_fire(task, schedule) is not None):
-            scheduler.put(task.id, schedule.trigger)
+            # From `upcoming`, not from the time of this call: a fire time between `now` and here (telling a
+            # chat of missed runs, a slow store at a hand-over of the clock) is neither overdue nor skipped.
+            scheduler.put(task.id, schedule.trigger, late.upcoming)
         else:
             scheduler.remove(task.id)
             if late.run_at is None:  # a one-time task whose time passed: nothing left to run

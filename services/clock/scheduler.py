@@ -51,10 +51,13 @@ class Scheduler:
         self._aps = AsyncIOScheduler(timezone=tz, executors={"default": HandOff(due)},
                                      job_defaults={"coalesce": True, "misfire_grace_time": None})
 
-    def put(self, task_id: int, trigger: BaseTrigger) -> None:
-        """Register (or replace) a task's job; its next fire is computed from now."""
+    def put(self, task_id: int, trigger: BaseTrigger, first: datetime | None = None) -> None:
+        """Register (or replace) a task's job. Its next fire is `first` when given (the first fire time after
+        the moment the caller settled the overdue ones: one that passes before this call still fires, at
+        once), else computed from now."""
+        extra = {} if first is None else {"next_run_time": first}
         self._aps.add_job(_never_called, trigger=trigger, id=str(task_id), name=f"clock task {task_id}",
-                          replace_existing=True)
+                          replace_existing=True, **extra)
 
     def remove(self, task_id: int) -> None:
         try:
