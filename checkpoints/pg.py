@@ -35,6 +35,7 @@ from checkpoints.loader import Reducer
 from checkpoints.saver_pg import AniaPostgresSaver
 from checkpoints.serde import MessageSerializer
 from core.errors import ConfigError
+from core.pg_pool import AsyncIdleCheck
 from core.settings.cluster import SETTING, redact_url, scrub
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")
@@ -80,8 +81,10 @@ async def open_postgres(url: str, *, stock: bool,
                         reducers: Mapping[str, Reducer]) -> AsyncIterator[AsyncPostgresSaver]:
     """Our saver (or with `stock` LangGraph's) on a pool of one connection, its tables made or migrated."""
     async with await connect(url) as setup_conn:  # also the URL's check: one clear line when it is wrong
+        idle = AsyncIdleCheck()  # a connection a restart of the server cut is replaced, not handed to a turn
         pool: AsyncConnectionPool[psycopg.AsyncConnection[DictRow]] = AsyncConnectionPool(
             url, min_size=1, max_size=1, timeout=POOL_TIMEOUT, open=False, configure=_tune, name="ania-checkpoints",
+            check=idle.check, reset=idle.reset,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
                     "connect_timeout": CONNECT_TIMEOUT})
         await pool.open(wait=True, timeout=CONNECT_TIMEOUT)

@@ -21,6 +21,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.errors import ConfigError
+from core.pg_pool import IdleCheck
 from core.settings.cluster import SETTING, redact_url, scrub
 from services.store_base import Args, StoreError
 from services.store_schema import ID_TABLES, MIGRATIONS, MIGRATIONS_TABLE, POSTGRES
@@ -102,8 +103,9 @@ class PostgresBackend:
         except psycopg.Error as e:
             raise ConfigError(f"{setting}: cannot use the Postgres database {self.shown}: "
                               f"{scrub(str(e), url).strip()}") from None
+        idle = IdleCheck()  # a connection a restart of the server cut is replaced, not handed to a turn
         self.pool = ConnectionPool(url, min_size=1, max_size=max_size, open=True, timeout=POOL_WAIT_SEC,
-                                   name="ania-store",
+                                   name="ania-store", check=idle.check, reset=idle.reset,
                                    kwargs={"autocommit": True, "row_factory": dict_row,
                                            "connect_timeout": CONNECT_TIMEOUT_SEC})
 
@@ -111,7 +113,7 @@ class PostgresBackend:
     def _conn(self) -> Iterator[PgTx]:
         try:
             with self.pool.connection() as conn:
-                yield PgTx(conn, self.url)  # type: ignore[arg-type] # the pool's connections are made with dict_row
+                yield PgTx(conn, self.url)  # the pool's connections are made with dict_row
         except PoolTimeout as e:
             raise StoreError(f"no connection to the Postgres store {self.shown}: {scrub(str(e), self.url)}") from None
         except psycopg.Error as e:

@@ -33,14 +33,11 @@ async def test_a_postgres_restart_costs_at_most_one_reply_and_nothing_exits(scri
         server.stop("immediate", remove=False)
         await asyncio.sleep(3)
         server.start()
-        for i in range(3):  # the first may meet a connection the restart cut: a clear reply, then answers again
+        for i in range(3):  # every connection the restart cut is checked before a turn gets it (core/pg_pool.py)
             await fake.group_message(5, 42, [at(BOT), text(f" after {i}")])
             await fake.wait_for(lambda i=i: len(fake.texts("g:5")) == i + 2, timeout=90)
-        after = fake.texts("g:5")[1:]
-        assert after[1:] == ["echo: [42] user42: after 1", "echo: [42] user42: after 2"]
-        assert after[0] in ("echo: [42] user42: after 0",
-                            "Sorry, something went wrong on my side (OperationalError); the error is in the log. "
-                            "Please try again.")
+        assert fake.texts("g:5")[1:] == [f"echo: [42] user42: after {i}" for i in range(3)], \
+            cluster.log("worker0")[-3000:]
         assert cluster.gateway.returncode is None and all(w.returncode is None for w in cluster.workers)
     finally:
         await cluster.close()
