@@ -128,7 +128,8 @@ async def run(mode: str, groups: int, messages: int, latency: float, base_url: s
     fake = FakeOneBot(self_id=BOT)
     marker = "" if mode == "plain" else " [tool]"
     with tempfile.TemporaryDirectory() as tmp:
-        # The burst measures queueing, not the flood limit: no member rate limit (F2) in this bench.
+        # The engine's figures, not the flood limit's: one member sends every group's messages, more than the
+        # default bucket (F2) allows, so no member rate limit in this bench.
         engine = await make_engine(Path(tmp), Endpoint(base_url), fake, llm={"timeout_sec": 60},
                                    bot={"msg_event_timeout_sec": 600}, onebot={"api_timeout_sec": 30},
                                    flow={"member_rate_per_min": 0})

@@ -115,11 +115,11 @@ class SharedConfig:
 
     def publish_edits(self) -> list[str]:
         """The gateway's watch: files edited by hand here since they were last synced become the cluster's
-        (one stat and read of at most five small files)."""
+        (the table's names, and a read of at most five small files)."""
         if not self.enabled:
             return []
         synced = self._baseline()
-        tabled = {str(row["name"]) for row in self._rows()}
+        tabled = {str(row["name"]) for row in self._store.query("SELECT name FROM config_files")}
         out = []
         for name in sorted(SHARED_FILES):
             mine, text = self._local(name)
@@ -131,17 +131,19 @@ class SharedConfig:
 
     def _publish_edit(self, name: str, text: str) -> bool:
         """A hand edit becomes the cluster's when the code that reads the file accepts it: an invalid one
-        would stop every worker at its next start, so it stays here (the gateway's /reboot names the error)."""
+        would stop every worker at its next start, so it stays here (the gateway's /reboot names the error).
+        An edit refused once is not read again (the watch looks every 2 s) until it changes."""
+        if digest(text) in self._refused:
+            return False
         try:
             if name == CONFIG_FILE:
                 load_settings(self._dir)
             else:
                 checked_file(_FILE_KEYS[name], text, self._dir)
         except ConfigError as e:
-            if digest(text) not in self._refused:
-                self._refused.add(digest(text))
-                log.warning("config: %s was edited by hand in %s but is not valid, so the workers keep the "
-                            "previous one: %s", name, self._dir, e)
+            self._refused.add(digest(text))
+            log.warning("config: %s was edited by hand in %s but is not valid, so the workers keep the "
+                        "previous one: %s", name, self._dir, e)
             return False
         log.info("config: %s was edited by hand in %s: it is now the cluster's", name, self._dir)
         self.publish(name, text)
