@@ -81,7 +81,7 @@ async def test_async_subagents_are_drained_and_every_result_reaches_the_synthesi
         .on("TASK-STUBBORN", Calls([("stubborn", {"label": "x"})]), Reply("too late"))
         .on("TASK-LONG", Stall(60)))
     clock = chat.engine.services.clock
-    view = clock.create("f:u1", "u1", "in 1s", "PROMPT-S gather", name="gather", timeout_sec=8)
+    view = clock.create("f:u1", "u1", "in 60s", "PROMPT-S gather", name="gather", timeout_sec=8)
     fire_now(clock, view.id)
     rows = await runs_until(clock, "f:u1", finished)
     assert chat.out["f:u1"] == ["SYNTHESIS: A and B"]  # only the synthesized reply
@@ -176,7 +176,7 @@ async def test_only_an_admin_approves_a_call_of_a_clock_run(scripted_llm, make_c
     scripted_llm.respond_with(Router().on("PROMPT-A", Calls([("time", {"timezone": "Asia/Shanghai"})]),
                                           Reply("approved and done")))
     clock = chat.engine.services.clock
-    view = clock.create("f:u1", "u1", "in 1s", "PROMPT-A", name="asks")
+    view = clock.create("f:u1", "u1", "in 60s", "PROMPT-A", name="asks")
     fire_now(clock, view.id)
     approvals = chat.engine.services.approvals
     await wait_for(lambda: approvals.is_waiting("f:admin"), 15)  # nobody in f:u1 may decide: an admin is asked
@@ -197,7 +197,7 @@ async def test_a_task_an_admin_made_needs_a_second_admin_for_a_configuration_cha
     scripted_llm.respond_with(Router().on("PROMPT-CFG", Calls([("config_set", {"key": "agent.max_rounds",
                                                                                "value": "7"})]), Reply("set")))
     clock = chat.engine.services.clock
-    view = clock.create("f:admin", "admin", "in 1s", "PROMPT-CFG", name="cfg")
+    view = clock.create("f:admin", "admin", "in 60s", "PROMPT-CFG", name="cfg")
     fire_now(clock, view.id)
     approvals = chat.engine.services.approvals
     await wait_for(lambda: approvals.is_waiting("f:admin2"), 15)  # asked of the other admin
@@ -217,7 +217,7 @@ async def test_nor_through_an_async_subagent_of_the_task(scripted_llm, make_chat
         .on("PROMPT-SUB", Calls([("subagent_run", {"task": "TASK-CFG set it"})]), Reply("waiting"))
         .on("TASK-CFG", Calls([("config_set", {"key": "agent.max_rounds", "value": "7"})]), Reply("sub done")))
     clock = chat.engine.services.clock
-    view = clock.create("f:admin", "admin", "in 1s", "PROMPT-SUB", name="cfg", timeout_sec=60)
+    view = clock.create("f:admin", "admin", "in 60s", "PROMPT-SUB", name="cfg", timeout_sec=60)
     fire_now(clock, view.id)
     approvals = chat.engine.services.approvals
     await wait_for(lambda: approvals.is_waiting("f:admin2"), 15)
@@ -275,9 +275,9 @@ async def test_a_run_has_no_requester_so_no_admin_rights_whoever_made_the_task(s
         ("team_save", {"name": "t", "purpose": "p", "members": [{"name": "a", "role": "r"}], "scope": "global"})]),
         Reply("tried")))
     clock = chat.engine.services.clock
-    member = clock.create("g:1", "member", "in 1s", "PROMPT-RIGHTS by a member")
+    member = clock.create("g:1", "member", "in 60s", "PROMPT-RIGHTS by a member")
     fire_now(clock, member.id)
-    admin = clock.create("f:admin", "admin", "in 1s", "PROMPT-RIGHTS by an admin")
+    admin = clock.create("f:admin", "admin", "in 60s", "PROMPT-RIGHTS by an admin")
     fire_now(clock, admin.id)
     await runs_until(clock, "g:1", finished)
     await runs_until(clock, "f:admin", finished)
@@ -294,7 +294,7 @@ async def test_a_reply_no_platform_takes_is_logged_as_not_delivered(scripted_llm
     chat.detach()  # no platform owns any chat now
     scripted_llm.respond_with(lambda body: Reply("into the void"))
     clock = chat.engine.services.clock
-    view = clock.create("g:9", "u1", "in 1s", "PROMPT-V")
+    view = clock.create("g:9", "u1", "in 60s", "PROMPT-V")
     fire_now(clock, view.id)
     [row] = await runs_until(clock, "g:9", finished)
     assert (row.reply, row.delivered, row.detail) == ("into the void", False,
@@ -308,7 +308,7 @@ async def test_synthesis_stops_after_five_rounds(scripted_llm, make_chat):
         .on("PROMPT-L", Calls([("subagent_run", {"task": "TASK-Q"})]), Reply("wait for it"))
         .on("TASK-Q", Reply("q")))
     clock = chat.engine.services.clock
-    view = clock.create("f:u1", "u1", "in 1s", "PROMPT-L", name="loop", timeout_sec=60)
+    view = clock.create("f:u1", "u1", "in 60s", "PROMPT-L", name="loop", timeout_sec=60)
     fire_now(clock, view.id)
     [row] = await runs_until(clock, "f:u1", lambda rs: finished(rs, "error"))
     after_the_drain = [r for r in scripted_llm.requests if "<subagent_results>" in str(r.messages)]
@@ -336,7 +336,7 @@ async def test_the_log_keeps_the_first_20_tool_calls_and_the_total(scripted_llm,
     scripted_llm.respond_with(Router()
         .on("PROMPT-MANY", Calls([("time", {"n": i}) for i in range(25)]), Reply("done")))
     clock = chat.engine.services.clock
-    view = clock.create("f:u1", "u1", "in 1s", "PROMPT-MANY")
+    view = clock.create("f:u1", "u1", "in 60s", "PROMPT-MANY")
     fire_now(clock, view.id)
     [row] = await runs_until(clock, "f:u1", finished)
     assert row.tool_call_count == 25 and len(row.tool_calls) == 20
@@ -367,7 +367,7 @@ async def test_stop_in_the_chat_stops_a_task_run_its_creator_or_an_admin_may_sto
     fire_now(clock, report.id)
     await runs_until(clock, "g:club", lambda rows: finished(rows, "success"))  # and it goes on firing
     assert [v.id for v in clock.views("g:club")] == [1]
-    once = clock.create("f:u3", "u3", "in 1s", "PROMPT-ONCE once", name="once")
+    once = clock.create("f:u3", "u3", "in 60s", "PROMPT-ONCE once", name="once")
     fire_now(clock, once.id)
     await runs_until(clock, "f:u3", lambda rows: finished(rows, "running"))
     assert await chat.say("f:u3", "u3", "/stop") == ["Stopped 1 scheduled task run(s) in progress."]
