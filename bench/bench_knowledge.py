@@ -37,6 +37,7 @@ from core.settings import Paths, Settings
 from services.context import RunContext
 from services.hooks import NoHooks
 from services.knowledge import GLOBAL, KnowledgeService
+from services.knowledge.store import placeholder
 from services.knowledge.text import _TOKEN, STOP_WORDS, Mode
 from tools.knowledge import KbSearchParams, KbSearchTool
 
@@ -109,8 +110,24 @@ def peer_terms(q: str) -> list[str]:
     return [t for piece in rjieba.cut_for_search(q) for t in _TOKEN.findall(piece) if t.casefold() not in STOP_WORDS]
 
 
-def peer_search(svc: KnowledgeService, query: str, whole: bool) -> list[tuple[str, str]]:
-    col = svc.store.collection("kb_chunks")
+def peer_collection(svc: KnowledgeService, folder: Path) -> Any:
+    """A plain Chroma collection holding the same chunks as `svc`'s scope, their text as Chroma documents
+    (ours keeps it as metadata, which Chroma's `$contains` does not search): the peer's store."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    client = chromadb.PersistentClient(path=str(folder), settings=ChromaSettings(anonymized_telemetry=False))
+    col: Any = client.get_or_create_collection("peer", embedding_function=None)
+    chunks = svc.store.run(lambda: svc.store.load_scope("kb", SCOPE))
+    for start in range(0, len(chunks), 1000):
+        part = chunks[start : start + 1000]
+        col.add(ids=[c.id for c in part], documents=[c.text for c in part],
+                embeddings=[placeholder(c.id) for c in part],
+                metadatas=[{"scope": SCOPE, "doc": c.doc_id, "title": c.title, "pos": c.pos} for c in part])
+    return col
+
+
+def peer_search(col: Any, query: str, whole: bool) -> list[tuple[str, str]]:
     terms = peer_terms(query)
     if whole or len(terms) < 2:
         where_doc: dict[str, Any] = {"$contains": query if whole or not terms else terms[0]}
@@ -153,8 +170,9 @@ async def quality(root: Path, llm: ScriptedOpenAI, distractors: int, corpus_shar
                 res.append((q, *score([(h.chunk.title, h.chunk.text) for h in hits], q)))
             results[f"{mode}, {'hybrid' if hybrid else 'keyword-only'}"] = res
             if mode == "grams" and not hybrid:
+                col = peer_collection(svc, folder / "peer")
                 for whole in (True, False):
-                    peer = [(q, *score(await asyncio.to_thread(peer_search, svc, q.text, whole), q)) for q in QUESTIONS]
+                    peer = [(q, *score(await asyncio.to_thread(peer_search, col, q.text, whole), q)) for q in QUESTIONS]
                     results[f"peer $contains ({'whole question' if whole else 'any word'})"] = peer
             await svc.aclose()
     share = f", {corpus_share:.0%} of their words from the corpus" if distractors else ""
@@ -194,9 +212,10 @@ async def speed(root: Path, llm: ScriptedOpenAI, n_chunks: int, hybrid: bool) ->
             ours.append((time.perf_counter() - t) * 1000)
         peer = []
         if not hybrid:
+            col = peer_collection(svc, root / f"peer-{hybrid}")
             for q in queries:
                 t = time.perf_counter()
-                await asyncio.to_thread(peer_search, svc, q, False)
+                await asyncio.to_thread(peer_search, col, q, False)
                 peer.append((time.perf_counter() - t) * 1000)
     restarted = KnowledgeService(s, paths.data_dir)
     t = time.perf_counter()

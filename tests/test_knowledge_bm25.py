@@ -120,6 +120,6 @@ async def test_a_documents_metadata_is_on_its_first_chunk_and_listed(kb) -> None
     got = col.get(where={"doc": added.doc.id}, include=["metadatas"])
     by_pos = {m["pos"]: m for m in got["metadatas"]}
     assert set(by_pos[0]) >= {"hash", "chunks", "runes", "added", "scope", "doc", "title", "pos"}
-    assert all(set(m) == {"scope", "doc", "title", "pos"} for pos, m in by_pos.items() if pos)
+    assert all(set(m) == {"scope", "doc", "title", "pos", "text"} for pos, m in by_pos.items() if pos)
     again = await svc.add_document(GLOBAL, "Festival", text)
     assert again.duplicate and again.doc.id == added.doc.id

@@ -195,3 +195,22 @@ async def test_the_limit_and_duplicates_hold_when_the_index_file_is_missing_or_d
         await again.add_document(GLOBAL, "Meeting", MEETING)
     assert await titles(again, "reset password") == ["FAQ"]
     assert await titles(again, "meeting friday") == []
+
+
+async def test_chunks_an_earlier_version_stored_as_chroma_documents_are_still_read(kb, tmp_path):  # noqa: F811 - the fixture
+    # earlier versions kept a chunk's text as Chroma's document; today it is the metadata field `text`
+    first = kb()
+    await first.add_document(GLOBAL, "FAQ", FAQ)
+    got = first.store.collection("kb_chunks").get(where={"scope": GLOBAL}, include=["documents", "metadatas"])
+    assert [m["text"] for m in got["metadatas"]] == [FAQ] and got["documents"] == [None]
+    old = {"ids": ["kb-old#0"], "documents": [MEETING], "embeddings": [[1.0, 0.0]],
+           "metadatas": [{"scope": GLOBAL, "doc": "kb-old", "title": "Meeting", "pos": 0, "hash": "h", "chunks": 1,
+                          "runes": len(MEETING), "added": 1}]}
+    first.store.run(lambda: first.store.collection("kb_chunks").add(**old))
+    first.store.run(lambda: first.store.new_stamp("kb", GLOBAL))  # the index sees a write it did not make
+    assert first.store.run(lambda: first.store.texts("kb", ["kb-old"])) == {"kb-old": MEETING}
+    await first.aclose()
+    again = kb()
+    assert await titles(again, "meeting friday") == ["Meeting"]
+    assert await titles(again, "reset password") == ["FAQ"]
+    assert again.kb.index.rebuilds == 1

@@ -5,7 +5,11 @@ Embedded (`PersistentClient` at `<data dir>/chroma`) by default, a Chroma server
 
 - `<base>_chunks`: text and metadata of every chunk. Chroma needs a vector per record, so each gets a
   2-number placeholder (never searched); Chroma's own embedding function is never used (it downloads a
-  model), so no call here passes text without vectors. It also holds one record per scope, `stamp|<scope>`
+  model), so no call here passes text without vectors. The text is the metadata field `text`, not Chroma's
+  document: Chroma indexes every document for its own full-text filter (trigrams), which nothing here
+  queries (the keyword index does the searching) and which made a third of a Chinese add's write and half
+  an English one's (`bench_knowledge_scale`). A chunk stored by an earlier version has its text as the
+  document: readers take either. It also holds one record per scope, `stamp|<scope>`
   (no `scope` field, so no query for chunks meets it), whose stamp changes on every write: the keyword index
   rebuilds a scope whose stamp moved. A document's chunks and the new stamp go in one `upsert`, one Chroma
   write, as plain Chroma would make for the chunks alone: each Chroma write costs some 50 ms however small,
@@ -81,8 +85,13 @@ def _stamp_id(scope: str) -> str:
 
 def _stamp_record(scope: str, stamp: str) -> dict[str, list[Any]]:
     sid = _stamp_id(scope)
-    return {"ids": [sid], "documents": [""], "embeddings": [placeholder(sid)],
-            "metadatas": [{"stamp": stamp, "stamp_of": scope}]}
+    return {"ids": [sid], "embeddings": [placeholder(sid)], "metadatas": [{"stamp": stamp, "stamp_of": scope}]}
+
+
+def _text(document: str | None, meta: Mapping[str, Any] | None) -> str:
+    """A chunk's text: its `text` field, or the document an earlier version stored it as."""
+    text = (meta or {}).get("text")
+    return str(text) if text is not None else document or ""
 
 
 class ChromaStore:
@@ -200,10 +209,9 @@ class ChromaStore:
         for start in range(0, len(chunks), BATCH):
             part = chunks[start : start + BATCH]
             record: dict[str, list[Any]] = {
-                "ids": [c.id for c in part], "documents": [c.text for c in part],
-                "embeddings": [placeholder(c.id) for c in part],
+                "ids": [c.id for c in part], "embeddings": [placeholder(c.id) for c in part],
                 "metadatas": [{**(meta if c.pos == 0 else {}), "scope": c.scope, "doc": c.doc_id, "title": c.title,
-                               "pos": c.pos} for c in part]}
+                               "pos": c.pos, "text": c.text} for c in part]}
             if start + BATCH >= len(chunks):  # the last part carries the stamp: it moves once all is stored
                 for key, values in _stamp_record(part[0].scope, stamp).items():
                     record[key] += values
@@ -243,8 +251,10 @@ class ChromaStore:
         """The first chunk's text of each document (a memory's whole text)."""
         if not doc_ids:
             return {}
-        got = self.collection(f"{base}_chunks").get(ids=[f"{d}#0" for d in doc_ids], include=["documents"])
-        return {i.rsplit("#", 1)[0]: d or "" for i, d in zip(got["ids"], got["documents"] or [], strict=False)}
+        got = self.collection(f"{base}_chunks").get(ids=[f"{d}#0" for d in doc_ids],
+                                                    include=["documents", "metadatas"])
+        return {i.rsplit("#", 1)[0]: _text(d, m)
+                for i, d, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=False)}
 
     def doc(self, base: str, doc_id: str) -> tuple[DocInfo, list[str]] | None:
         got = self.collection(f"{base}_chunks").get(where={"doc": doc_id}, include=["metadatas"])
@@ -262,7 +272,7 @@ class ChromaStore:
     def load_scope(self, base: str, scope: str) -> list[Chunk]:
         got = self.collection(f"{base}_chunks").get(where={"scope": scope}, include=["documents", "metadatas"])
         return [Chunk(id=i, doc_id=str(m["doc"]), title=str(m.get("title", "")), pos=int(m.get("pos", 0)),
-                      scope=scope, text=d or "")
+                      scope=scope, text=_text(d, m))
                 for i, d, m in zip(got["ids"], got["documents"] or [], got["metadatas"] or [], strict=False)]
 
     # --- vectors --------------------------------------------------------------------------------
