@@ -7,9 +7,9 @@ Embedded (`PersistentClient` at `<data dir>/chroma`) by default, a Chroma server
   2-number placeholder (never searched); Chroma's own embedding function is never used (it downloads a
   model), so no call here passes text without vectors. The text is the metadata field `text`, not Chroma's
   document: Chroma indexes every document for its own full-text filter (trigrams), which nothing here
-  queries (the keyword index does the searching) and which made a third of a Chinese add's write and half
-  an English one's (`bench_knowledge_scale`). A chunk stored by an earlier version has its text as the
-  document: readers take either. It also holds one record per scope, `stamp|<scope>`
+  queries (the keyword index does the searching) and which made a quarter of a Chinese add's write and over
+  a third of an English one's at 10,000 chunks (`bench_knowledge_scale`). A chunk stored by an earlier
+  version has its text as the document: readers take either. It also holds one record per scope, `stamp|<scope>`
   (no `scope` field, so no query for chunks meets it), whose stamp changes on every write: the keyword index
   rebuilds a scope whose stamp moved. A document's chunks and the new stamp go in one `upsert`, one Chroma
   write, as plain Chroma would make for the chunks alone: each Chroma write costs some 50 ms however small,
