@@ -1,13 +1,13 @@
 """Knowledge search at scale, side by side with plain Chroma, per language and size.
 
-    python -m bench.bench_knowledge_scale [--quick] [--large] [--sizes 1000,10000,100000] [--langs zh,en]
+    python -m bench.bench_knowledge_scale [--quick] [--large] [--sizes 1000,10000,100000] [--langs zh,en] [--rounds N]
 
 For each language (an all-Chinese and an all-English corpus: the benchmark's own documents among distractor
 passages of that language) and each size (1,000 and 10,000 chunks; `--large` adds 100,000, which takes a
 while to build; `--quick` runs 1,000 only):
 
-- ingest (under 10,000 chunks, five rounds on new stores, summed): every document added through `KnowledgeService.add_document` (keyword-only: no embeddings
-  endpoint), against the peer adding the same chunks (same splitter, same placeholder vectors, one write
+- ingest (under 10,000 chunks five rounds on new stores, summed; `--rounds` sets it): every document added
+  through `KnowledgeService.add_document` (keyword-only: no embeddings endpoint), against the peer adding the same chunks (same splitter, same placeholder vectors, one write
   per document) with their text and metadata to one plain Chroma collection; the two alternate document
   by document, each going first every other time, so a busy machine slows both alike. Wall time and CPU
   time per side; ours counts its child processes' CPU too (the keyword index's worker,
@@ -211,6 +211,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="1,000 chunks only")
     p.add_argument("--large", action="store_true", help="add 100,000 chunks (long to build)")
     p.add_argument("--sizes", type=_sizes, help="chunk counts, comma-separated, e.g. 1000,10000 (overrides both)")
+    p.add_argument("--rounds", type=_rounds, help=f"ingest rounds per size (default {MAX_ROUNDS} under "
+                   f"{ROUNDS_UNDER:,} chunks, else 1)")
     p.add_argument("--langs", type=_langs, default=["zh", "en"], help="corpora, comma-separated (default zh,en)")
     p.add_argument("--probe", nargs=4, metavar=("SIDE", "FOLDER", "LANG", "COUNT"), help=argparse.SUPPRESS)
     args, _ = p.parse_known_args(argv)
@@ -227,6 +229,12 @@ def _sizes(text: str) -> list[int]:
     if not found or min(found) < 1:
         raise argparse.ArgumentTypeError(f"chunk counts are positive: {text!r}")
     return found
+
+
+def _rounds(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"rounds are a positive whole number: {text!r}")
+    return int(text)
 
 
 def _langs(text: str) -> list[str]:
@@ -247,7 +255,7 @@ async def run(args: argparse.Namespace) -> None:
     for n in args.sizes:
         for lang in args.langs:
             wall, cpu, index_s = {"ours": 0.0, "peer": 0.0}, {"ours": 0.0, "peer": 0.0}, 0.0
-            for left in range(rounds(n) - 1, -1, -1):
+            for left in range((args.rounds or rounds(n)) - 1, -1, -1):
                 with tempfile.TemporaryDirectory() as tmp:
                     root = Path(tmp)
                     one_wall, one_cpu, one_index, chunks = await ingest(root, documents(lang, n))
@@ -273,8 +281,10 @@ async def run(args: argparse.Namespace) -> None:
                  "warm p50/p95 ms", "peer p50/p95 ms", "p50 ratio", "ingest s ours/peer", "ingest ratio",
                  "ingest CPU s ours/peer", "CPU ratio", "index s (of peer)", "ingest ratio w/o index", "index MB disk", "index RSS MB"])
     print(f"  ({SEARCHES} searches per row, ours; * the peer's $contains reads every chunk of the scope, about "
-          f"a second a search at {LARGE:,} chunks: it runs {PEER_LARGE} of them there; ingest under {ROUNDS_UNDER:,} "
-          f"chunks sums {MAX_ROUNDS} rounds on new stores; one run; load average "
+          f"a second a search at {LARGE:,} chunks: it runs {PEER_LARGE} of them there; ingest sums "
+          f"{f'{args.rounds} round(s)' if args.rounds else f'{MAX_ROUNDS} rounds under {ROUNDS_UNDER:,} chunks'} "
+          f"on new stores; "
+          f"one run; load average "
           f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after)")
 
 

@@ -162,8 +162,8 @@ class FakeOneBot:
         self.connections += 1
         self.connected.set()
         await self._push({"post_type": "meta_event", "meta_event_type": "lifecycle", "sub_type": "connect"})
-        if self.heartbeat_ms:
-            self._beat = asyncio.create_task(self._heartbeats(ws))
+        beat = asyncio.create_task(self._heartbeats(ws)) if self.heartbeat_ms else None
+        self._beat = beat
         try:
             async for raw in ws:
                 task = asyncio.create_task(self._answer(ws, json.loads(raw)))
@@ -175,8 +175,8 @@ class FakeOneBot:
             if self.ws is ws:
                 self.ws = None
                 self.connected.clear()
-            if self._beat is not None:
-                self._beat.cancel()
+            if beat is not None:  # this connection's beat only: a link closed late must not silence the next one
+                beat.cancel()
 
     async def _heartbeats(self, ws: Any) -> None:
         assert self.heartbeat_ms
