@@ -1,12 +1,12 @@
 """Knowledge search at scale, side by side with plain Chroma, per language and size.
 
-    python -m bench.bench_knowledge_scale [--quick] [--large] [--sizes 1000,10000,100000] [--langs zh,en] [--rounds N]
+    python -m bench.bench_knowledge_scale [--quick] [--large] [--sizes 1000,10000,100000] [--langs zh,en] [--ingest-rounds N]
 
 For each language (an all-Chinese and an all-English corpus: the benchmark's own documents among distractor
 passages of that language) and each size (1,000 and 10,000 chunks; `--large` adds 100,000, which takes a
 while to build; `--quick` runs 1,000 only):
 
-- ingest (under 10,000 chunks five rounds on new stores, summed; `--rounds` sets it): every document added
+- ingest (under 10,000 chunks five rounds on new stores, summed; `--ingest-rounds` sets it): every document added
   through `KnowledgeService.add_document` (keyword-only: no embeddings endpoint), against the peer adding the same chunks (same splitter, same placeholder vectors, one write
   per document) with their text and metadata to one plain Chroma collection; the two alternate document
   by document, each going first every other time, so a busy machine slows both alike. Wall time and CPU
@@ -211,7 +211,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="1,000 chunks only")
     p.add_argument("--large", action="store_true", help="add 100,000 chunks (long to build)")
     p.add_argument("--sizes", type=_sizes, help="chunk counts, comma-separated, e.g. 1000,10000 (overrides both)")
-    p.add_argument("--rounds", type=_rounds, help=f"ingest rounds per size (default {MAX_ROUNDS} under "
+    p.add_argument("--ingest-rounds", type=_rounds, help=f"ingest rounds per size (default {MAX_ROUNDS} under "
                    f"{ROUNDS_UNDER:,} chunks, else 1)")
     p.add_argument("--langs", type=_langs, default=["zh", "en"], help="corpora, comma-separated (default zh,en)")
     p.add_argument("--probe", nargs=4, metavar=("SIDE", "FOLDER", "LANG", "COUNT"), help=argparse.SUPPRESS)
@@ -255,7 +255,7 @@ async def run(args: argparse.Namespace) -> None:
     for n in args.sizes:
         for lang in args.langs:
             wall, cpu, index_s = {"ours": 0.0, "peer": 0.0}, {"ours": 0.0, "peer": 0.0}, 0.0
-            for left in range((args.rounds or rounds(n)) - 1, -1, -1):
+            for left in range((args.ingest_rounds or rounds(n)) - 1, -1, -1):
                 with tempfile.TemporaryDirectory() as tmp:
                     root = Path(tmp)
                     one_wall, one_cpu, one_index, chunks = await ingest(root, documents(lang, n))
@@ -282,7 +282,7 @@ async def run(args: argparse.Namespace) -> None:
                  "ingest CPU s ours/peer", "CPU ratio", "index s (of peer)", "ingest ratio w/o index", "index MB disk", "index RSS MB"])
     print(f"  ({SEARCHES} searches per row, ours; * the peer's $contains reads every chunk of the scope, about "
           f"a second a search at {LARGE:,} chunks: it runs {PEER_LARGE} of them there; ingest sums "
-          f"{f'{args.rounds} round(s)' if args.rounds else f'{MAX_ROUNDS} rounds under {ROUNDS_UNDER:,} chunks'} "
+          f"{f'{args.ingest_rounds} round(s)' if args.ingest_rounds else f'{MAX_ROUNDS} rounds under {ROUNDS_UNDER:,} chunks'} "
           f"on new stores; "
           f"one run; load average "
           f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after)")

@@ -9,8 +9,8 @@ Flags are passed to each benchmark (each ignores the ones it does not know): `--
 `--turns 10 --sizes 2,20` for bench_loop, `--calls 500` for bench_gate, `--members 10 --runs 30` for
 bench_team, `--tasks 1000 --due 200 --window 20` for bench_clock, `--ops-turns 300 --ops-long 1000` for
 bench_ops, `--recall-sizes 1000,10000 --recall-turns 40` for bench_recall, `--panel-rows 100000
---panel-sessions 10000` for bench_panel_data, `--large` (adds 100,000 chunks, long to build) for
-bench_knowledge_scale, `--queue-jobs 2000 --queue-keys 50 --queue-repeats 3` for bench_queue.
+--panel-sessions 10000` for bench_panel_data, `--large` (adds 100,000 chunks, long to build) and
+`--ingest-rounds 5` for bench_knowledge_scale, `--queue-jobs 2000 --queue-keys 50 --queue-repeats 3` for bench_queue.
 """
 
 from __future__ import annotations

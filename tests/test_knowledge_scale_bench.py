@@ -34,7 +34,7 @@ def test_a_bad_size_list_is_a_clear_error() -> None:
     assert "not a list of chunk counts: '10k'" in done.stderr
     assert "Traceback" not in done.stderr
     assert "chunk counts are positive" in bench("--sizes", "0").stderr
-    assert "rounds are a positive whole number: '0'" in bench("--rounds", "0").stderr
+    assert "rounds are a positive whole number: '0'" in bench("--ingest-rounds", "0").stderr
 
 
 def test_the_sizes_each_flag_picks_and_other_benches_flags_ignored() -> None:
@@ -46,7 +46,7 @@ def test_the_sizes_each_flag_picks_and_other_benches_flags_ignored() -> None:
 
 
 def test_a_tiny_run_prints_its_table() -> None:
-    done = bench("--sizes", "30", "--rounds", "2", timeout=600)
+    done = bench("--sizes", "30", "--ingest-rounds", "2", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Keyword search at scale" in done.stdout
     rows = [line for line in done.stdout.splitlines() if " zh " in f" {line} " or " en " in f" {line} "]
