@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,7 @@ def test_as_a_normal_user_the_per_user_process_limit_binds(mode: str) -> None:  
     """No cgroup for a normal user: RLIMIT_NPROC bounds the bomb (inside bwrap, counted per namespace)."""
     command, sleeps = fork_bomb(mode)
     ws = Path(tempfile.mkdtemp(prefix="ania-nobody-"))
+    leftover = settle_nobody()
     try:
         os.chown(ws, 65534, 65534)
         ws.chmod(0o755)
@@ -192,7 +194,24 @@ def test_as_a_normal_user_the_per_user_process_limit_binds(mode: str) -> None:  
         pytest.skip(f"cannot run the bot's python as nobody here: {done.stderr[-300:]}")
     assert "binds True problem ''" in done.stdout, done.stdout + done.stderr
     started = int(done.stdout.split("started ")[1].split()[0])
-    assert 1 <= started < 16 and "[process limit reached (bash.max_processes = 16)" in done.stdout, done.stdout
+    assert 1 <= started < 16 and "[process limit reached (bash.max_processes = 16)" in done.stdout, \
+        f"{done.stdout}\nnobody's tasks before: {leftover}, after: {nobody_processes()}"
+
+
+def nobody_processes() -> str:
+    """`ps` of user nobody's processes (what a failure of the per-user limit needs to be read)."""
+    return subprocess.run(["ps", "-u", "65534", "-o", "pid,stat,etime,cmd"], capture_output=True, text=True,
+                          check=False).stdout
+
+
+def settle_nobody(within: float = 10.0) -> int:
+    """Wait (bounded) until no task of user nobody is left from an earlier test, whose exit could still be
+    counted against this one's RLIMIT_NPROC (the variant before it ran a fork bomb as nobody); the count
+    left, for a failure's message."""
+    end = time.monotonic() + within
+    while rlimits.user_tasks(65534) and time.monotonic() < end:
+        time.sleep(0.05)
+    return rlimits.user_tasks(65534)
 
 
 THREADED_CHILD = """
