@@ -234,6 +234,7 @@ def test_unsandboxed_the_process_limit_counts_from_what_the_user_already_runs() 
     """RLIMIT_NPROC counts every task of the user: with 80 threads already running, a limit of 16 taken as it
     is would refuse the command's first fork."""
     ws = Path(tempfile.mkdtemp(prefix="ania-nobody-"))
+    settle_nobody()
     try:
         os.chown(ws, 65534, 65534)
         argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", THREADED_CHILD,
